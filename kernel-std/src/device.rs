@@ -828,14 +828,15 @@ pub fn fits<T>(p: *mut T, base: *mut T, len: u64, n: usize) -> bool {
     off <= bytes && bytes - off >= n as u64 * size
 }
 
-/// [`fits`] for one element; when it does not, the access is noted in the thread's
-/// [`FaultNote`] (reported when the entry ends) and the caller skips it.
+/// [`fits`] for one element; when it does not, the access is recorded in the launch's fault
+/// record (only the first one of a launch is kept) and the caller skips it.
 #[inline(always)]
-pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, note: *mut FaultNote, param: u32, line: u32) -> bool {
+#[allow(clippy::too_many_arguments)]
+pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) -> bool {
     let ok = fits(p, base, len, 1);
     if !ok {
         core::hint::cold_path();
-        note_fault_at(p, base, len, note, param, line);
+        record_fault_at(p, base, len, record, tag, param, line);
     }
     ok
 }
@@ -852,97 +853,44 @@ pub fn fits_any<T>(p: *mut T, n: usize, bufs: &[(u64, u64)]) -> bool {
     })
 }
 
-/// [`fits_any`] for one element; when it does not fit, the access is noted with parameter
+/// [`fits_any`] for one element; when it does not fit, the access is recorded with parameter
 /// `u32::MAX` and its address as the index, and the caller skips it.
 #[inline(always)]
-pub fn in_bounds_any<T>(p: *mut T, bufs: &[(u64, u64)], note: *mut FaultNote, line: u32) -> bool {
+pub fn in_bounds_any<T>(p: *mut T, bufs: &[(u64, u64)], record: *mut u32, tag: u32, line: u32) -> bool {
     let ok = fits_any(p, 1, bufs);
     if !ok {
         core::hint::cold_path();
-        note_fault(note, u32::MAX, line, p as i64, 0);
+        record_fault(record, tag, u32::MAX, line, p as i64, 0);
     }
     ok
 }
 
-/// A thread's first access outside its buffer: whether there was one (`set`, a plain field the
-/// optimizer keeps in a register) and, written only when there was, `[param, line, index lo,
-/// index hi, len lo, len hi]` in the thread's local memory (volatile accesses keep them out of
-/// registers). Written where the access is checked, reported to the launch's fault record once,
-/// when the entry ends ([`flush_faults`]): checking elements thus calls nothing (at a call site
-/// ptxas keeps every live value in registers that the whole entry then holds).
-#[repr(C)]
-pub struct FaultNote {
-    set: bool,
-    words: core::mem::MaybeUninit<[u32; 6]>,
-}
-
-impl FaultNote {
-    /// No access noted.
-    #[inline(always)]
-    pub const fn new() -> Self {
-        FaultNote { set: false, words: core::mem::MaybeUninit::uninit() }
-    }
-}
-
-impl Default for FaultNote {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Notes an access at `p` outside the buffer at `base` (see [`in_bounds`]).
+/// Records an access at `p` outside the buffer at `base` (see [`in_bounds`]).
 #[inline(always)]
-pub fn note_fault_at<T>(p: *mut T, base: *mut T, len: u64, note: *mut FaultNote, param: u32, line: u32) {
+#[allow(clippy::too_many_arguments)]
+pub fn record_fault_at<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) {
     let index = ((p as i64).wrapping_sub(base as i64)) / core::mem::size_of::<T>() as i64;
-    note_fault(note, param, line, index, len);
-}
-
-/// Notes a fault in `note` unless one was noted before.
-#[inline(always)]
-pub fn note_fault(note: *mut FaultNote, param: u32, line: u32, index: i64, len: u64) {
-    unsafe {
-        if !(*note).set {
-            (*note).set = true;
-            let w = (*note).words.as_mut_ptr() as *mut u32;
-            core::ptr::write_volatile(w, param);
-            core::ptr::write_volatile(w.add(1), line);
-            core::ptr::write_volatile(w.add(2), index as u32);
-            core::ptr::write_volatile(w.add(3), (index >> 32) as u32);
-            core::ptr::write_volatile(w.add(4), len as u32);
-            core::ptr::write_volatile(w.add(5), (len >> 32) as u32);
-        }
-    }
-}
-
-/// Writes the fault noted in `note`, if any, to the launch's fault record: the end of every
-/// entry.
-#[inline(always)]
-pub fn flush_faults(note: *mut FaultNote, record: *mut u32, tag: u32) {
-    unsafe {
-        if (*note).set {
-            let w = (*note).words.as_ptr() as *const u32;
-            let r = |i: usize| core::ptr::read_volatile(w.add(i));
-            let index = (r(2) as u64 | (r(3) as u64) << 32) as i64;
-            let len = r(4) as u64 | (r(5) as u64) << 32;
-            report_fault(record, tag, r(0), r(1), index, len);
-        }
-    }
+    record_fault(record, tag, param, line, index, len);
 }
 
 /// Writes the fault record `[set, tag, param, line, index lo, index hi, len lo, len hi]` if no
 /// access of this launch was recorded before (`atom.cas` on the first word). The runtime reads
-/// and clears it when it next synchronizes.
-#[cold]
-#[inline(never)]
-pub fn report_fault(record: *mut u32, tag: u32, param: u32, line: u32, index: i64, len: u64) {
+/// and clears it when it next synchronizes. Inline where the access is checked: a call there made
+/// ptxas keep every value live across it in registers that the whole entry then held.
+#[inline(always)]
+pub fn record_fault(record: *mut u32, tag: u32, param: u32, line: u32, index: i64, len: u64) {
     let old: u32;
     unsafe {
         asm!("atom.global.cas.b32 {o}, [{r}], 0, 1;", o = out(reg32) old, r = in(reg64) record as u64, options(nostack));
         if old == 0 {
-            let words = [tag, param, line, index as u32, (index >> 32) as u32, len as u32, (len >> 32) as u32];
-            for (i, w) in words.into_iter().enumerate() {
-                core::ptr::write_volatile(record.add(1 + i), w);
-            }
+            // One store each (a loop over an array of the words went through local memory).
+            core::ptr::write_volatile(record.add(1), tag);
+            core::ptr::write_volatile(record.add(2), param);
+            core::ptr::write_volatile(record.add(3), line);
+            core::ptr::write_volatile(record.add(4), index as u32);
+            core::ptr::write_volatile(record.add(5), (index >> 32) as u32);
+            core::ptr::write_volatile(record.add(6), len as u32);
+            core::ptr::write_volatile(record.add(7), (len >> 32) as u32);
         }
     }
 }
@@ -1050,6 +998,57 @@ unsafe fn st16_any(g: u64, c: u32, w: [u32; 4]) {
     }
 }
 
+/// 16 bytes at `g` (16-byte aligned) into the words `w` when `c` is nonzero (one predicated
+/// access).
+#[inline(always)]
+unsafe fn ld16_pred(g: u64, c: u32, w: &mut [u32; 4]) {
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v4.b32 {{{x}, {y}, {z}, {t}}}, [{g}]; }}",
+            c = in(reg32) c, g = in(reg64) g,
+            x = inout(reg32) w[0], y = inout(reg32) w[1], z = inout(reg32) w[2], t = inout(reg32) w[3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+}
+
+/// [`ld16_pred`] for 8 bytes (8-byte aligned).
+#[inline(always)]
+unsafe fn ld8_pred(g: u64, c: u32, w: &mut [u32; 2]) {
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v2.b32 {{{x}, {y}}}, [{g}]; }}",
+            c = in(reg32) c, g = in(reg64) g, x = inout(reg32) w[0], y = inout(reg32) w[1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+}
+
+/// The store counterpart of [`ld16_pred`].
+#[inline(always)]
+unsafe fn st16_pred(g: u64, c: u32, w: [u32; 4]) {
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v4.b32 [{g}], {{{x}, {y}, {z}, {t}}}; }}",
+            c = in(reg32) c, g = in(reg64) g,
+            x = in(reg32) w[0], y = in(reg32) w[1], z = in(reg32) w[2], t = in(reg32) w[3],
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// The store counterpart of [`ld8_pred`].
+#[inline(always)]
+unsafe fn st8_pred(g: u64, c: u32, w: [u32; 2]) {
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v2.b32 [{g}], {{{x}, {y}}}; }}",
+            c = in(reg32) c, g = in(reg64) g, x = in(reg32) w[0], y = in(reg32) w[1],
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
 /// The store counterpart of [`ld8_any`].
 #[inline(always)]
 unsafe fn st8_any(g: u64, c: u32, w: [u32; 2]) {
@@ -1069,28 +1068,35 @@ unsafe fn st8_any(g: u64, c: u32, w: [u32; 2]) {
 /// allows, else in 4-byte pieces, both forms predicated (global addresses are their generic
 /// ones, as for `cp.async`) and neither branched, so the chunk takes the registers of the
 /// aligned access (2-byte pieces would need temporaries: a 2-byte aligned chunk is the
-/// caller's to send elsewhere). Other sizes: element by element under a branch. The elements
-/// are contiguous and, when `pred` holds, inside their buffer; else `p` is not read.
+/// caller's to send elsewhere). `aligned` (a constant of the calling code: it knows that the
+/// chunk is aligned to its size) leaves the 4-byte pieces out, whose instructions issue even
+/// where their predicate is false. Other sizes: element by element under a branch. The
+/// elements are contiguous and, when `pred` holds, inside their buffer; else `p` is not read.
 #[inline(always)]
-pub unsafe fn load_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, other: [T; N]) -> [T; N] {
+pub unsafe fn load_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, other: [T; N], aligned: bool) -> [T; N] {
     let bytes = N * core::mem::size_of::<T>();
     let (g, c) = (p as u64, pred as u32);
     unsafe {
         match bytes {
             16 => {
                 let mut w: [u32; 4] = core::mem::transmute_copy(&other);
-                ld16_any(g, c, &mut w);
+                if aligned { ld16_pred(g, c, &mut w) } else { ld16_any(g, c, &mut w) }
                 core::mem::transmute_copy(&w)
             }
             32 => {
                 let mut w: [[u32; 4]; 2] = core::mem::transmute_copy(&other);
-                ld16_any(g, c, &mut w[0]);
-                ld16_any(g + 16, c, &mut w[1]);
+                if aligned {
+                    ld16_pred(g, c, &mut w[0]);
+                    ld16_pred(g + 16, c, &mut w[1]);
+                } else {
+                    ld16_any(g, c, &mut w[0]);
+                    ld16_any(g + 16, c, &mut w[1]);
+                }
                 core::mem::transmute_copy(&w)
             }
             8 => {
                 let mut w: [u32; 2] = core::mem::transmute_copy(&other);
-                ld8_any(g, c, &mut w);
+                if aligned { ld8_pred(g, c, &mut w) } else { ld8_any(g, c, &mut w) }
                 core::mem::transmute_copy(&w)
             }
             _ => {
@@ -1105,19 +1111,26 @@ pub unsafe fn load_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, other
 }
 
 /// [`store_vec`] when `pred` holds, else nothing, for a chunk whose address need only be 4-byte
-/// aligned (the counterpart of [`load_vec_any`]).
+/// aligned (the counterpart of [`load_vec_any`], `aligned` likewise).
 #[inline(always)]
-pub unsafe fn store_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, v: [T; N]) {
+pub unsafe fn store_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, v: [T; N], aligned: bool) {
     let bytes = N * core::mem::size_of::<T>();
     let (g, c) = (p as u64, pred as u32);
     unsafe {
         match bytes {
+            16 if aligned => st16_pred(g, c, core::mem::transmute_copy(&v)),
             16 => st16_any(g, c, core::mem::transmute_copy(&v)),
             32 => {
                 let w: [[u32; 4]; 2] = core::mem::transmute_copy(&v);
-                st16_any(g, c, w[0]);
-                st16_any(g + 16, c, w[1]);
+                if aligned {
+                    st16_pred(g, c, w[0]);
+                    st16_pred(g + 16, c, w[1]);
+                } else {
+                    st16_any(g, c, w[0]);
+                    st16_any(g + 16, c, w[1]);
+                }
             }
+            8 if aligned => st8_pred(g, c, core::mem::transmute_copy(&v)),
             8 => st8_any(g, c, core::mem::transmute_copy(&v)),
             _ => {
                 if pred {

@@ -4,9 +4,8 @@
 //! the buffer of the pointer parameter it is computed from (or, for a pointer block computed
 //! from several parameters, against all of their buffers): a chunk that does not fit takes the
 //! element path, and an element that does not fit is skipped (a load gives its `other` value)
-//! and noted, with its parameter, source line and index, in the thread's fault note (local
-//! memory, no call); the entry writes the note to the launch's fault record when it ends, for
-//! the runtime to report with the kernel's name.
+//! and recorded, with its kernel, parameter, source line and index, for the runtime to report
+//! (inline, no call: see `kernel_std`'s `record_fault`).
 
 use super::*;
 use proc_macro2::Span;
@@ -62,18 +61,18 @@ impl DevGen<'_> {
     }
 
     /// `true` when the element at the pointer value `p` (of the block `ptr`) is inside its
-    /// buffer; else the access at `span` is noted in the thread's fault note and must be skipped.
+    /// buffer; else the access at `span` is recorded in the fault record and must be skipped.
     pub(super) fn in_bounds_code(&self, ptr: ExprId, p: &TokenStream, span: Span) -> TokenStream {
         let d = &self.d;
         match self.extent(ptr) {
             Some((base, len, idx)) => {
                 let line = quote_spanned!(span=> ::core::line!());
-                quote!(#d::in_bounds(#p, #base, #len, __fnote, #idx, #line))
+                quote!(#d::in_bounds(#p, #base, #len, __fault, __tag, #idx, #line))
             }
             None => {
                 let line = quote_spanned!(span=> ::core::line!());
                 let bufs = self.all_buffers();
-                quote!(#d::in_bounds_any(#p, #bufs, __fnote, #line))
+                quote!(#d::in_bounds_any(#p, #bufs, __fault, __tag, #line))
             }
         }
     }
@@ -81,8 +80,8 @@ impl DevGen<'_> {
 
 impl DevGen<'_> {
     /// The element path of a chunk: `open` starts it, `elem` checks one element (pointer `a`,
-    /// mask bit `m`) and binds `ok` (access it: masked in and inside the buffer), `close` notes
-    /// the first masked element outside its buffer (one note per chunk). Elements are
+    /// mask bit `m`) and binds `ok` (access it: masked in and inside the buffer), `close` records
+    /// the first masked element outside its buffer (one record per chunk). Elements are
     /// checked one after the other, so only one address is live at a time.
     pub(super) fn chunk_check_open(&self, ptr: ExprId, elem: &TokenStream) -> TokenStream {
         match self.extent(ptr) {
@@ -103,7 +102,7 @@ impl DevGen<'_> {
             None => {
                 let line = quote_spanned!(span=> ::core::line!());
                 let bufs = self.all_buffers();
-                quote!(let #ok: bool = #m && #d::in_bounds_any(#a, #bufs, __fnote, #line);)
+                quote!(let #ok: bool = #m && #d::in_bounds_any(#a, #bufs, __fault, __tag, #line);)
             }
         }
     }
@@ -115,24 +114,11 @@ impl DevGen<'_> {
                 let line = quote_spanned!(span=> ::core::line!());
                 quote! {
                     if !__badp.is_null() {
-                        #d::note_fault_at(__badp, #base, #len, __fnote, #idx, #line);
+                        #d::record_fault_at(__badp, #base, #len, __fault, __tag, #idx, #line);
                     }
                 }
             }
             None => quote!(),
-        }
-    }
-
-    /// `body` with a fault note of its own (`__fnote`), written to the launch's fault record
-    /// when `body` ends, a `return` in it included (it runs in a closure): an entry's body, and
-    /// each region run out of line (`outline`), so that no note's address leaves its function
-    /// and the optimizer keeps the note's flag in a register.
-    pub(super) fn with_fault_note(d: &TokenStream, body: &TokenStream) -> TokenStream {
-        quote! {
-            let mut __faults: #d::FaultNote = #d::FaultNote::new();
-            let __fnote: *mut #d::FaultNote = &mut __faults;
-            #d::inline_call(#[inline(always)] || { #body });
-            #d::flush_faults(__fnote, __fault, __tag);
         }
     }
 

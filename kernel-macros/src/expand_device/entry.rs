@@ -128,8 +128,6 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>, only_target
     let prefetch = (maps > 0).then(|| quote!(if __tid < #maps && (__tmask >> __tid) & 1 != 0 { #d::prefetch_tensormap(__tma.add(__tid * 128)); }));
     let only = only_cfg(&k.name);
     let function = |cfg: TokenStream, body: &TokenStream, prefetch: Option<&TokenStream>| {
-        // Accesses outside their buffers are noted as the body runs and reported when it ends.
-        let noted = DevGen::with_fault_note(d, body);
         quote! {
             #cfg
             #only
@@ -143,7 +141,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>, only_target
                     let __warp: usize = __tid / 32;
                     let __smem: *mut u8 = #d::smem();
                     #prefetch
-                    #noted
+                    #body
                 }
             }
         }

@@ -528,19 +528,16 @@ impl DevGen<'_> {
         // rest of the kernel itself, out of line (`outline`: no `wgmma` there), and returns;
         // the hot path, prologue, tensor-map loop and epilogue, is one piece of code.
         let fallback = match rest {
-            Some(rest) => {
-                let rest = Self::with_fault_note(d, &rest);
-                quote! {
-                    #fallback
-                    #d::cp_async_wait_all();
-                    #d::bar_sync();
-                    #inval
-                    #(#step_final)*
-                    #split_after
-                    #d::outline(move || { #rest });
-                    return;
-                }
-            }
+            Some(rest) => quote! {
+                #fallback
+                #d::cp_async_wait_all();
+                #d::bar_sync();
+                #inval
+                #(#step_final)*
+                #split_after
+                #d::outline(move || { #rest });
+                return;
+            },
             None => fallback,
         };
         let checks: Vec<&TokenStream> = tma_opers.iter().map(|t| &t.check).collect();

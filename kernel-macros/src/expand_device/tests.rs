@@ -790,12 +790,17 @@ fn elementwise_phases_of_several_chunks_are_split() {
     assert_eq!(four.matches(split).count(), 1, "one phase: the store with its two loads");
     // The fast copy: predicated vector accesses; the checked copy: loops with scalar accesses.
     assert!(four.contains("load_vec_any :: <") && four.contains("store_vec_any :: <"));
+    // Every access tested for the whole block: a clean copy for aligned rows whose kept prefix
+    // is whole chunks, with accesses without 4-byte pieces (`true`) and no mask per element.
+    assert_eq!(four.matches("% 8usize == 0 &&").count(), 3, "the clean tests of the two loads and the store");
+    assert_eq!(four.matches(", true) ;").count(), 1, "the clean copy's store");
+    assert_eq!(four.matches("] , true) } ;").count(), 2, "the clean copy's two loads");
     // Chunks across the mask's edge are read whole and masked per element.
     assert!(four.contains("[__v] } else {"), "the element code applies the mask");
     assert!(four.contains("inline_call (# [inline (always)] move ||"));
-    // The checked copy writes each element as it computes it: only the fast copy gathers the
-    // chunk in arrays (indexed by its loop's counter, they would live in local memory).
-    assert_eq!(four.matches("__sp [__v] =").count(), 1);
+    // The checked copy writes each element as it computes it: only the fast and clean copies
+    // gather the chunk in arrays (indexed by its loop's counter, they would live in local memory).
+    assert_eq!(four.matches("__sp [__v] =").count(), 2);
     assert!(four.contains("let __a = ") && four.contains("min (__jc * 8usize + __v , 31usize)"));
     // A pointer block read from registers is not tested ahead of the element code.
     let gathered = "fn g<const BLOCK: i32>(x: Ptr<f16>, idx: Ptr<i32>, z: Ptr<f16>) {
@@ -816,7 +821,8 @@ fn elementwise_phases_of_several_chunks_are_split() {
     }";
     let s = device_code("BLOCK = [4096], num_warps = 4", scattered);
     assert_eq!(s.matches(split).count(), 3, "the indices' load, the scattered store's phase (for its load), the store to `w`");
-    assert_eq!(s.matches("store_vec_any").count(), 1, "the scattered store is tested chunk by chunk");
+    // (The store to `w`'s phase, every access tested for the whole block, has a clean copy too.)
+    assert_eq!(s.matches("store_vec_any").count(), 2, "the scattered store is tested chunk by chunk");
     // Pointer blocks stepped by a scalar in a loop (`xs += BLOCK`) are their first value plus a
     // scalar offset: tested ahead like pointers computed from the loop variable.
     let stepped = "fn c<const BLOCK: i32>(x: Ptr<f16>, z: Ptr<f16>, n: i32) {
@@ -1063,11 +1069,10 @@ fn prefix_masked_rows_are_tested_once_for_the_whole_block() {
     assert!(loops(&code) && !test_of(&code).contains("let __eu : usize"));
 }
 
-/// Accesses outside their buffers are noted in the thread's fault note where they are checked
-/// (no call there) and written to the launch's fault record once, when the body ends: also
-/// after a `return` (the body runs in a closure it leaves).
+/// An access outside its buffer is recorded where it is checked, inline (the record's
+/// compare-and-swap and stores, no call: a call site kept every live value in registers).
 #[test]
-fn faults_are_noted_where_checked_and_reported_when_the_entry_ends() {
+fn faults_are_recorded_where_checked_without_calls() {
     let src = "fn g<const BLOCK: i32>(x: Ptr<f32>, idx: Ptr<i32>, z: Ptr<f32>, n: i32) {
         let i = arange(0, BLOCK);
         if n < 0 { return; }
@@ -1075,14 +1080,6 @@ fn faults_are_noted_where_checked_and_reported_when_the_entry_ends() {
         store(z + i, load(x + j, j < n, 0.0));
     }";
     let out = device_code("BLOCK = [256], num_warps = 4", src);
-    assert!(out.contains("in_bounds (") && out.contains("__fnote"), "element checks note into the thread's note");
-    assert!(!out.contains("report_fault"), "no fault is written from the body");
-    let body = out.find("inline_call (# [inline (always)] || {").expect("the body runs in a closure");
-    let flush = out.find("flush_faults (__fnote , __fault , __tag)").expect("the note is flushed");
-    assert!(body < flush && out[body..flush].contains("return ;"), "a `return` leaves the closure, not the entry");
-    // A region run out of line (a K loop's fallback running the rest of the kernel) has a note
-    // of its own: the entry's note never leaves its function.
-    let mm = device_code("", &matmul(3, 32, ""));
-    assert!(mm.contains("outline (move || { let mut __faults : :: kernel_std :: __private :: device :: FaultNote"), "an out-of-line region notes into its own note");
-    assert_eq!(mm.matches("outline (move ||").count(), mm.matches("outline (move || { let mut __faults").count());
+    assert!(out.contains("in_bounds (") && out.contains("__fault , __tag"), "element checks record into the launch's record");
+    assert!(!out.contains("report_fault"), "no out-of-line reporter is called");
 }

@@ -19,7 +19,7 @@ pub(super) fn pieces_align() -> proc_macro2::Literal {
 
 /// A split phase's test of one access: of the whole block, or of the chunk at `__f0`.
 pub(super) enum AccessTest {
-    Whole(TokenStream),
+    Whole(super::whole::WholeTest),
     Chunk(TokenStream),
 }
 
@@ -32,6 +32,8 @@ pub(super) struct PhaseOut<'a, 'k> {
     store_test: Option<AccessTest>,
     /// The store's chunk code in a split phase (`__vfast` selects the unchecked access).
     store_after: Option<TokenStream>,
+    /// The same in the phase's clean copy (chunks aligned, kept or masked out whole).
+    store_after_clean: Option<TokenStream>,
     /// A store's element code for the split phase's checked copy: it writes each element as it
     /// is computed (checked), instead of gathering the chunk in arrays that the copy's loop,
     /// indexing them with its counter, would keep in local memory.
@@ -80,7 +82,7 @@ impl<'k> DevGen<'k> {
     /// `body` reads the loads below `roots` from chunk registers and writes the per-thread array
     /// `dest` (if any). `decls` open each chunk, `after` closes it (a vectorized store).
     pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, dest: Option<Ident>) -> TokenStream {
-        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None, store_elem: None }))
+        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None, store_after_clean: None, store_elem: None }))
     }
 
     /// [`Self::phase_chunks`] in `layout`: in the `mma` layout a chunk is the pair of adjacent
@@ -101,20 +103,13 @@ impl<'k> DevGen<'k> {
         }
         let scope = self.enter_iteration(numel, layout);
         let split = out.as_ref().and_then(|o| self.split_test(numel, &loads, o));
-        let mut load_code = Vec::new();
-        let mut names = HashMap::new();
-        let mut load_names = Vec::new();
-        for l in &loads {
-            let name = self.fresh("ld");
-            load_code.push(self.chunk_load(*l, v, &name, split.is_some()));
-            names.insert(*l, (name.clone(), split.is_some()));
-            load_names.push(name);
-        }
-        let saved_pre = self.prefetched.replace(names);
-        let b = body(self);
+        let (load_code, load_names, b) = self.chunk_reads(&loads, v, &body, split.is_some(), false);
+        // The clean copy of a split phase whose chunks are all aligned and kept or masked out
+        // whole: vector accesses without 4-byte pieces, element code without the mask.
+        let clean = split.as_ref().and_then(|t| t.clean.clone()).map(|tests| (tests, self.chunk_reads(&loads, v, &body, true, true)));
         // Split, the phase's checked copy reads its loads element by element (and a store
         // writes each element as it is computed).
-        self.prefetched.replace(HashMap::new());
+        let saved_pre = self.prefetched.replace(HashMap::new());
         let store_elem = out.as_ref().and_then(|o| o.store_elem);
         let split = split.map(|test| (test, store_elem.map_or_else(|| body(self), |f| f(self))));
         self.prefetched.replace(saved_pre);
@@ -160,41 +155,73 @@ impl<'k> DevGen<'k> {
             (Some(_), Some(split_after)) => split_after,
             _ => after,
         };
-        let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
-        let code = if !(self.unroll_slots && !loads.is_empty()) {
-            self.slot_loop(chunks, quote!(__jc), quote!(#start #decls #(#load_code)* #copies #after))
-        } else {
-            // Every chunk's loads first, then the element code: all of the thread's loads are in
-            // flight at once (each chunk's test-and-load is a branch, so the code of one chunk
-            // between them would wait for each load in turn).
-            let k = self.k;
-            let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
-            let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
-            let issue = self.unrolled(chunks, quote!(__jc), quote!(#start #(#load_code)* #(#all[__jc] = #load_names;)*));
-            let compute = self.unrolled(chunks, quote!(__jc), quote! {
-                #start
-                #decls
-                #(let #load_names: [#tys; #v] = #all[__jc];)*
-                #copies
-                #after
-            });
-            quote! {
-                #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
-                #issue
-                #compute
-            }
-        };
+        let code = self.chunk_loop(chunks, v, &loads, (&load_code, &load_names, &b), &decls, &after);
+        let clean = clean.map(|(tests, (lc, ln, cb))| {
+            let after_clean = out.as_ref().and_then(|o| o.store_after_clean.clone()).unwrap_or_else(|| after.clone());
+            (tests, self.chunk_loop(chunks, v, &loads, (&lc, &ln, &cb), &decls, &after_clean))
+        });
         let code = match (split, out) {
             (Some((test, b_scalar)), Some(o)) => {
                 let slow = match o.store_elem {
                     Some(_) => self.checked_copy(chunks, v, &start, &quote!(), &b_scalar, &quote!()),
                     None => self.checked_copy(chunks, v, &start, &decls, &b_scalar, &after),
                 };
-                self.split_phase(chunks, threads, v, &test, code, slow, o.dest.as_ref())
+                self.split_phase(chunks, threads, v, &test, (code, clean), slow, o.dest.as_ref())
             }
             _ => code,
         };
         quote!(#pre #code #post)
+    }
+
+    /// The chunk reads of a phase's `loads` (`split`: in a split phase's fast copy; `clean`: in
+    /// its clean copy) and its element code `body`, which reads them from the chunk registers.
+    fn chunk_reads(&self, loads: &[ExprId], v: usize, body: &dyn Fn(&Self) -> TokenStream, split: bool, clean: bool) -> (Vec<TokenStream>, Vec<Ident>, TokenStream) {
+        let mut load_code = Vec::new();
+        let mut names = HashMap::new();
+        let mut load_names = Vec::new();
+        for l in loads {
+            let name = self.fresh("ld");
+            load_code.push(self.chunk_load(*l, v, &name, split, clean));
+            // Read whole across the mask's edge, a chunk is masked per element (not when clean).
+            names.insert(*l, (name.clone(), split && !clean));
+            load_names.push(name);
+        }
+        let saved = self.prefetched.replace(names);
+        let b = body(self);
+        self.prefetched.replace(saved);
+        (load_code, load_names, b)
+    }
+
+    /// The loop over a thread's `chunks` chunks of a phase: each chunk's `decls`, its loads
+    /// (`reads`: their code, names and the element code), the element code for each of its
+    /// elements and `after`.
+    fn chunk_loop(&self, chunks: usize, v: usize, loads: &[ExprId], reads: (&[TokenStream], &[Ident], &TokenStream), decls: &TokenStream, after: &TokenStream) -> TokenStream {
+        let (load_code, load_names, b) = reads;
+        let threads = self.threads;
+        let start = quote!(let __f0: usize = (__jc * #threads + __tid) * #v;);
+        let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
+        if !(self.unroll_slots && !loads.is_empty()) {
+            return self.slot_loop(chunks, quote!(__jc), quote!(#start #decls #(#load_code)* #copies #after));
+        }
+        // Every chunk's loads first, then the element code: all of the thread's loads are in
+        // flight at once (each chunk's test-and-load is a branch, so the code of one chunk
+        // between them would wait for each load in turn).
+        let k = self.k;
+        let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
+        let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
+        let issue = self.unrolled(chunks, quote!(__jc), quote!(#start #(#load_code)* #(#all[__jc] = #load_names;)*));
+        let compute = self.unrolled(chunks, quote!(__jc), quote! {
+            #start
+            #decls
+            #(let #load_names: [#tys; #v] = #all[__jc];)*
+            #copies
+            #after
+        });
+        quote! {
+            #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
+            #issue
+            #compute
+        }
     }
 
     /// A split phase's checked copy: loops over the chunks and their elements (unrolled, the
@@ -239,14 +266,15 @@ impl<'k> DevGen<'k> {
         if !self.may_split(numel) || accesses == 0 {
             return None;
         }
-        let mut tests = SplitTest { whole: Vec::new(), per_chunk: Vec::new() };
+        let mut tests = SplitTest { whole: Vec::new(), per_chunk: Vec::new(), clean: Some(Vec::new()) };
         for l in loads {
             let ExprKind::Load { ptr, mask, .. } = k.exprs[*l].kind else { return None };
             if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
                 return None;
             }
             if let Some(w) = self.whole_block_test(*l, ptr, mask, numel, v, elem_size(&k.exprs[*l].ty.elem)) {
-                tests.whole.push(w);
+                tests.whole.push(w.test);
+                tests.clean.as_mut().map(|c| c.push(w.clean));
                 continue;
             }
             let ptrs = (0..v).map(|i| {
@@ -260,9 +288,15 @@ impl<'k> DevGen<'k> {
             tests.per_chunk.push(quote!(({ #(#ptrs)* (__q0 as usize) % #align == 0 && #test } | #out)));
         }
         match &out.store_test {
-            Some(AccessTest::Whole(t)) => tests.whole.push(t.clone()),
+            Some(AccessTest::Whole(w)) => {
+                tests.whole.push(w.test.clone());
+                tests.clean.as_mut().map(|c| c.push(w.clean.clone()));
+            }
             Some(AccessTest::Chunk(t)) => tests.per_chunk.push(t.clone()),
             None => {}
+        }
+        if !tests.per_chunk.is_empty() {
+            tests.clean = None;
         }
         // Tests of the whole block cost a few instructions whatever the chunks; tests of each
         // chunk ahead of the code pay where there are enough chunk accesses.
@@ -303,9 +337,23 @@ impl<'k> DevGen<'k> {
     /// `if __vfast` branches fold); else `slow`, loops over the chunks and their elements with
     /// the per-chunk tests and element-by-element accesses, runs on a copy of `dest` (indexed
     /// by the loop counters, the copy lives in local memory, `dest` itself stays in registers),
-    /// which it returns.
+    /// which it returns. `codes`: the fast copy and, where every access is tested for the whole
+    /// block, the clean copy and its tests (`SplitTest::clean`), which runs instead when they
+    /// pass: one vector access per chunk and no mask in the element code (the instructions a
+    /// row length that is a multiple of the chunk and an aligned row need; Triton gets them by
+    /// specializing on divisibility by 16).
     #[allow(clippy::too_many_arguments)]
-    fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &SplitTest, code: TokenStream, slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
+    fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &SplitTest, codes: (TokenStream, Option<(Vec<TokenStream>, TokenStream)>), slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
+        let code = match codes {
+            (code, Some((tests, clean))) => quote! {
+                if true #(&& #tests)* {
+                    #clean
+                } else {
+                    #code
+                }
+            },
+            (code, None) => code,
+        };
         let d = &self.d;
         let whole = &test.whole;
         let per_chunk = &test.per_chunk;
@@ -365,7 +413,9 @@ impl<'k> DevGen<'k> {
     /// `let name: [E; v]` = the chunk of `load` starting at flat index `__f0`: one vector access
     /// when [`Self::chunk_test`] holds (or the phase's `__vfast` says every chunk passed it), else
     /// element by element.
-    fn chunk_load(&self, load: ExprId, v: usize, name: &Ident, split: bool) -> TokenStream {
+    /// `clean`: in a split phase's clean copy, where the chunk is aligned to its size and kept
+    /// or masked out whole.
+    fn chunk_load(&self, load: ExprId, v: usize, name: &Ident, split: bool, clean: bool) -> TokenStream {
         let k = self.k;
         let d = &self.d;
         let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return quote!() };
@@ -409,7 +459,13 @@ impl<'k> DevGen<'k> {
         // 4-byte aligned, or masked out entirely (then not read); the element code applies the
         // mask (a chunk across the mask's edge is read whole).
         let out = self.chunk_masked_out(load, mask, v);
-        let fast = quote!(#d::load_vec_any::<#e, #v>(__q0, !#out, [#(#others),*]));
+        let fast = quote!(#d::load_vec_any::<#e, #v>(__q0, !#out, [#(#others),*], #clean));
+        if clean {
+            let p0 = &ptrs[0];
+            return quote! {
+                let #name: [#e; #v] = { let __q0: *mut #e = #p0; #fast };
+            };
+        }
         quote! {
             let #name: [#e; #v] = {
                 #(let #q: *mut #e = #ptrs;)*
@@ -539,7 +595,7 @@ impl<'k> DevGen<'k> {
                 let split = quote! {
                     if __vfast {
                         if true #(&& __sm[#idx])* {
-                            #d::store_vec_any::<#e, #v>(__sp[0], true, __sv);
+                            #d::store_vec_any::<#e, #v>(__sp[0], true, __sv, false);
                         } else {
                             #(if __sm[#idx] { #d::store(__sp[0].add(#idx), __sv[#idx]); })*
                         }
@@ -547,14 +603,20 @@ impl<'k> DevGen<'k> {
                         #checked
                     }
                 };
-                (checked, Some(split))
+                // In its clean copy the chunk is aligned and kept or masked out whole.
+                let clean = quote!(#d::store_vec_any::<#e, #v>(__sp[0], __sm[0], __sv, true););
+                (checked, Some((split, clean)))
             }
         };
         // Only a store tested ahead of the phase takes the unchecked chunk code; an untested one
         // (its pointers read a per-thread array) keeps its checked code in a split phase too.
         let out = (layout == Layout::Cyclic).then(|| {
             let store_test = split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_test(ptr, value, mask, numel, v));
-            PhaseOut { dest: None, store_after: split_after.filter(|_| store_test.is_some()), store_test, store_elem: Some(&elem) }
+            let (store_after, store_after_clean) = match split_after.filter(|_| store_test.is_some()) {
+                Some((split, clean)) => (Some(split), Some(clean)),
+                None => (None, None),
+            };
+            PhaseOut { dest: None, store_after, store_after_clean, store_test, store_elem: Some(&elem) }
         });
         let cursor = self.cursor.get();
         let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);
@@ -571,8 +633,7 @@ impl<'k> DevGen<'k> {
                 let slow = if staged_nothing && self.roll_cold_stores {
                     let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true, None);
                     if self.outline_cold {
-                        let noted = Self::with_fault_note(d, &rolled);
-                        quote!(#d::outline(move || { #noted });)
+                        quote!(#d::outline(move || { #rolled });)
                     } else {
                         quote!((move || { #rolled })();)
                     }

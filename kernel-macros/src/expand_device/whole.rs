@@ -11,10 +11,22 @@ use super::chunks::Along;
 use super::*;
 
 /// A split phase's test, in two parts: tests of the whole block (`whole`, the same in every
-/// thread) and tests of the chunk at `__f0` (`per_chunk`, run for each chunk of the thread).
+/// thread) and tests of the chunk at `__f0` (`per_chunk`, run for each chunk of the thread);
+/// and, when every access is tested for the whole block, the test that its chunks are also all
+/// aligned to their size and each kept or masked out whole (`clean`, see [`WholeTest`]).
 pub(super) struct SplitTest {
     pub(super) whole: Vec<TokenStream>,
     pub(super) per_chunk: Vec<TokenStream>,
+    pub(super) clean: Option<Vec<TokenStream>>,
+}
+
+/// A test of a whole block ([`DevGen::whole_block_test`]), and `clean`: whether, beyond it, the
+/// first pointer is aligned to a chunk's size (so every chunk is, for one vector access with no
+/// 4-byte pieces) and the kept prefix is a whole number of chunks (so no chunk straddles the
+/// mask's edge: the element code need not apply the mask).
+pub(super) struct WholeTest {
+    pub(super) test: TokenStream,
+    pub(super) clean: TokenStream,
 }
 
 impl DevGen<'_> {
@@ -27,7 +39,7 @@ impl DevGen<'_> {
     /// that range step by one element (the increment is one and the last pointer is where the
     /// first one's run ends: no offset wrapped), the first is 4-byte aligned (the chunks start
     /// a multiple of 4 bytes apart) and the range is inside the buffer.
-    pub(super) fn whole_block_test(&self, parent: ExprId, ptr: ExprId, mask: Option<ExprId>, numel: usize, v: usize, size: usize) -> Option<TokenStream> {
+    pub(super) fn whole_block_test(&self, parent: ExprId, ptr: ExprId, mask: Option<ExprId>, numel: usize, v: usize, size: usize) -> Option<WholeTest> {
         if self.shapes[parent].len() != 1 || self.shapes[parent][0] != numel || numel % v != 0 {
             return None;
         }
@@ -42,7 +54,9 @@ impl DevGen<'_> {
         let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
         let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
         let align = super::vector::pieces_align();
-        Some(quote!({
+        let chunk_align = (v * size).min(16);
+        let clean = quote!(((#prefix) % #v == 0 && ((#p0) as usize) % #chunk_align == 0));
+        let test = quote!({
             let __e: usize = #prefix;
             let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, #numel);
             __eu == 0 || {
@@ -52,7 +66,8 @@ impl DevGen<'_> {
                     && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
                     && #fits
             }
-        }))
+        });
+        Some(WholeTest { test, clean })
     }
 
     /// For a mask `m` of the one-dimensional block `parent` of `numel` elements that keeps a

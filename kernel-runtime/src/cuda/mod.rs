@@ -64,7 +64,7 @@ pub(crate) struct CudaDevice {
     /// Instances whose split entry the loaded PTX lacks (built for another architecture than
     /// sm_90a, or before split entries existed): their launches are not split.
     pub(crate) no_split: Mutex<std::collections::HashSet<(usize, usize)>>,
-    /// The fault record every launch receives (8 words, see `kernel_std`'s `report_fault`),
+    /// The fault record every launch receives (8 words, see `kernel_std`'s `record_fault`),
     /// allocated on the first launch, and the instances launched so far (a launch's tag is its
     /// instance's index here).
     pub(crate) faults: Mutex<FaultState>,
@@ -88,7 +88,7 @@ pub(crate) struct FaultState {
 /// Words of the fault record: set flag, tag, parameter, line, index (2), then for an
 /// out-of-bounds access the length (2), for an assertion (parameter [`ASSERT_PARAM`]) the
 /// column, the operand word, the program id (3) and two values (2 each); see `kernel_std`'s
-/// `report_fault` and `report_assert`.
+/// `record_fault` and `report_assert`.
 const FAULT_WORDS: usize = 16;
 
 /// The parameter word of a recorded `device_assert` (`kernel_std::device::ASSERT_PARAM`).

@@ -18,7 +18,7 @@ pub const ASSERT_PARAM: u32 = u32::MAX - 1;
 pub const ASSERT_SCALAR: u32 = 1 << 31;
 
 /// Records a failed `device_assert` in the launch's fault record if nothing was recorded
-/// before (as [`super::report_fault`]): the words are `[set, tag, ASSERT_PARAM, line, index lo,
+/// before (as [`super::record_fault`]): the words are `[set, tag, ASSERT_PARAM, line, index lo,
 /// index hi, column, operands, pid x, pid y, pid z, value 0 lo, value 0 hi, value 1 lo,
 /// value 1 hi]`. `operands` is the number of operand values, their dtype codes in bits 8..16
 /// and 16..24 (the order of the IR's dtypes: f16, bf16, f32, f64, i32, u32, i64, bool) and

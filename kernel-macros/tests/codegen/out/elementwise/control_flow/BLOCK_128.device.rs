@@ -30,28 +30,46 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      ::kernel_std::__private::device::program_id(0u32),
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        ::kernel_std::__private::device::program_id(1u32),
+        ::kernel_std::__private::device::num_programs(0u32),
+      ),
+    );
+    if <i32 as ::kernel_std::__private::device::Num>::ge(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        pid_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+      ),
+      __p_n,
+    ) {
+      return;
+    } else {}
+    let mut acc_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          ::kernel_std::__private::device::program_id(0u32),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            ::kernel_std::__private::device::program_id(1u32),
-            ::kernel_std::__private::device::num_programs(0u32),
-          ),
-        );
-        if <i32 as ::kernel_std::__private::device::Num>::ge(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            pid_0,
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-          ),
-          __p_n,
-        ) {
-          return;
-        } else {}
-        let mut acc_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
+          );
+        }
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_reps;
+      let __step: i32 = (1i32);
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let i_4: i32 = __i;
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -60,139 +78,12 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
           |__j: usize| {
             let __f = __tid + __j * 128usize;
             if __f < 128usize {
-              acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              );
-            }
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_reps;
-          let __step: i32 = (1i32);
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let i_4: i32 = __i;
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 128usize;
-                if __f < 128usize {
-                  acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    acc_3[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                      ::kernel_std::__private::device::cast::<i32, f32>(i_4),
-                    ),
-                  );
-                }
-              },
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut scale_5: f32 = {
-          let __a = __p_total;
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_total,
-              __len_total,
-              __fnote,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-        if <f32 as ::kernel_std::__private::device::Num>::gt(
-          scale_5,
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
-        ) {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 128usize {
-                acc_3[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    acc_3[__j],
-                    scale_5,
-                  ),
-                );
-              }
-            },
-          );
-        } else {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 128usize {
-                acc_3[__j] = {
-                  let __wa = acc_3[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Num>::neg(
-                    acc_3[__j],
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::eq(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
+              acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                acc_3[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_x,
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_0,
@@ -202,29 +93,149 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
                         ),
                         (0i32).wrapping_add((__f) as i32),
                       ),
-                      (2i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  ::kernel_std::__private::device::cast::<i32, f32>(i_4),
+                ),
+              );
+            }
+          },
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut scale_5: f32 = {
+      let __a = __p_total;
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_total,
+          __len_total,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    if <f32 as ::kernel_std::__private::device::Num>::gt(
+      scale_5,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            acc_3[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                acc_3[__j],
+                scale_5,
+              ),
+            );
+          }
+        },
+      );
+    } else {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            acc_3[__j] = {
+              let __wa = acc_3[__j];
+              let __wb = <f32 as ::kernel_std::__private::device::Num>::neg(
+                acc_3[__j],
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::eq(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
                     ),
-                    (0i32),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  (2i32),
+                ),
+                (0i32),
+              ) {
+                __wa
+              } else {
+                __wb
               }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+            };
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -234,69 +245,54 @@ pub unsafe extern "ptx-kernel" fn control_flow__BLOCK_128(
                   ),
                   (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_out,
-                    __len_out,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f32,
-                        ::kernel_std::__private::device::F16,
-                      >(acc_3[__j]),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_total;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_total,
-              __len_total,
-              __fnote,
-              2u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  scale_5,
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    1f64,
-                  ),
-                ),
               );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(acc_3[__j]),
+                );
+              }
             }
           }
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_total;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_total,
+          __len_total,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            <f32 as ::kernel_std::__private::device::Num>::add(
+              scale_5,
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                1f64,
+              ),
+            ),
+          );
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "control_flow"))]

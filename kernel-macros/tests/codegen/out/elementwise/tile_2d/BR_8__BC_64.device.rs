@@ -29,144 +29,20 @@ pub unsafe extern "ptx-kernel" fn tile_2d__BR_8__BC_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld3_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld3_all: [[f32; 4usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld3: [f32; 4usize] = {
-              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              if (<i32 as ::kernel_std::__private::device::Num>::lt(
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld3: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(0u32),
@@ -177,437 +53,553 @@ pub unsafe extern "ptx-kernel" fn tile_2d__BR_8__BC_64(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 64usize) % 8usize) * 1usize
                       }) as i32,
                     ),
                 ),
-                __p_n_rows,
-              )
-                && {
-                  let __x4 = (0i32)
+                __p_stride,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 64usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 64usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 64usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if (<i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  8i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 64usize) % 8usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_rows,
+          )
+            && {
+              let __x4 = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                );
+              let __x5 = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                );
+              let __c6 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x5,
+                  __c6,
+                )
+            }) && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        8i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_rows,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
-                    );
-                  let __x5 = (0i32)
+                    ),
+                  __p_n_cols,
+                ),
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        8i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_rows,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_n_cols,
+                ),
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        8i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_rows,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_n_cols,
+                ),
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        8i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_rows,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 3usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
-                    );
-                  let __c6 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
-                    )
-                }) && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
+                    ),
+                  __p_n_cols,
+                ),
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
                   __p_x,
                   __len_x,
-                  4usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  f32,
-                  4usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q3)
               } else {
-                [
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            8i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 64usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_rows,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_n_cols,
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            8i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_rows,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_n_cols,
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            8i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_rows,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_n_cols,
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            8i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_rows,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_n_cols,
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
-              }
-            };
-            __ld3_all[__jc] = __ld3;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld3: [f32; 4usize] = __ld3_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                v_3[__j] = __ld3[__v];
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
               },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
+            ]
+          }
+        };
+        __ld3_all[__jc] = __ld3;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let __ld3: [f32; 4usize] = __ld3_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            v_3[__j] = __ld3[__v];
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            8i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
+                      ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        8i64,
                       ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
+              <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  v_3[__j],
+                  v_3[__j],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  1f64,
+                ),
+              ),
+              v_3[__j],
+            );
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        0usize + ((__pf / 64usize) % 8usize) * 1usize
                       }) as i32,
                     ),
-                );
-                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      v_3[__j],
-                      v_3[__j],
-                    ),
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1f64,
-                    ),
+                ),
+                __p_n_rows,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
                   ),
-                  v_3[__j],
-                );
-                __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_rows,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_n_cols,
-                  ),
-                );
-              },
+                __p_n_cols,
+              ),
             );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-              && ((1i64) == 1i64
-                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                4usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-            }
           },
         );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "tile_2d"))]

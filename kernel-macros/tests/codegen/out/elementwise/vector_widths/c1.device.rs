@@ -29,729 +29,620 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x,
-                      __len_x,
-                      __eu,
-                    )
-                }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
             }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_y,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_y,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_y,
-                      __len_y,
-                      __eu,
-                    )
-                }
-            }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_out,
-                      __len_out,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
           };
-          let mut __ld7_all: [[f32; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld0: [f32; 2usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    2usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      );
-                      let __c6 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __c6,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  );
-                  let __c3 = __p_n;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x2,
-                    __x1,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x2,
-                      __c3,
-                    )
-                } && (__q0 as usize) % 8usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q1 as usize) == (__q0 as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    2usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              let __ld7: [f32; 2usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_y,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_y,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    2usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      );
-                      let __c13 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x12,
-                        __x11,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x11,
-                          __c13,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  );
-                  let __c10 = __p_n;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x9,
-                    __x8,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x9,
-                      __c10,
-                    )
-                } && (__q0 as usize) % 8usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q1 as usize) == (__q0 as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_y,
-                    __len_y,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    2usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_y,
-                        __len_y,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_y,
-                        __len_y,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-              __ld7_all[__jc] = __ld7;
-            },
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
           );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              let __ld0: [f32; 2usize] = __ld0_all[__jc];
-              let __ld7: [f32; 2usize] = __ld7_all[__jc];
-              ::kernel_std::__private::device::unroll::<
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_x,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x,
+                  __len_x,
+                  __eu,
+                )
+            }
+        }
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_y,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_y,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_y,
+                  __len_y,
+                  __eu,
+                )
+            }
+        }
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_out,
+                  __len_out,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            (<i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          )) as usize) % 8usize == 0)
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            (<i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_y,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          )) as usize) % 8usize == 0)
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            (<i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_out,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          )) as usize) % 8usize == 0)
+      {
+        let mut __ld14_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        let mut __ld21_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld14: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
                 2usize,
-                _,
               >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
+                __q0,
+                !{
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
                       ),
-                      (0i32).wrapping_add((__f) as i32),
                     ),
+                    (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
                       ),
-                      __p_n,
-                    ) {
-                      __ld0[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
-                    ) {
-                      __ld7[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
                     ),
-                    __p_n,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   );
+                  let __c20 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x19,
+                    __x18,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x18,
+                      __c20,
+                    )
                 },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            let __ld21: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_y,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                2usize,
+              >(
+                __q0,
+                !{
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  );
+                  let __c27 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x26,
+                    __x25,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x25,
+                      __c27,
+                    )
+                },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld14_all[__jc] = __ld14;
+            __ld21_all[__jc] = __ld21;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            let __ld14: [f32; 2usize] = __ld14_all[__jc];
+            let __ld21: [f32; 2usize] = __ld21_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                );
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  __ld14[__v],
+                  __ld21[__v],
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        let mut __ld7_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld0: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
               );
               if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out,
-                    __len_out,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
                   2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
+                >(
+                  __q0,
+                  !{
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    );
+                    let __c6 = __p_n;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x5,
+                      __x4,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __c6,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                );
+                let __c3 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x2,
+                  __x1,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q1 as usize) == (__q0 as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  2usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         ::kernel_std::__private::device::program_id(0u32),
@@ -759,9 +650,255 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
                           256i64,
                         ),
                       ),
-                      (0i32).wrapping_add((__f) as i32),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
-                  );
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            let __ld7: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_y,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_y,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  2usize,
+                >(
+                  __q0,
+                  !{
+                    let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    );
+                    let __c13 = __p_n;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x12,
+                      __x11,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x11,
+                        __c13,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                );
+                let __c10 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x9,
+                  __x8,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x9,
+                    __c10,
+                  )
+              } && (__q0 as usize) % 8usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q1 as usize) == (__q0 as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_y,
+                  __len_y,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  2usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld0_all[__jc] = __ld0;
+            __ld7_all[__jc] = __ld7;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            let __ld0: [f32; 2usize] = __ld0_all[__jc];
+            let __ld7: [f32; 2usize] = __ld7_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                );
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
                   if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -773,109 +910,262 @@ pub unsafe extern "ptx-kernel" fn vector_widths__c1(
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_x,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  256i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  256i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_x,
-                              __len_x,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::core::default::Default>::default()
-                          }
-                        },
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_y,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  256i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  256i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_y,
-                              __len_y,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::core::default::Default>::default()
-                          }
-                        },
+                  ) {
+                    __ld0[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          256i64,
+                        ),
                       ),
-                    );
-                  }
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n,
+                  ) {
+                    __ld7[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
                 }
-                __jc += 1;
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
               }
-            },
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_out,
+                  __len_out,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
           );
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_x,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x,
+                          __len_x,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_y,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              256i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_y,
+                          __len_y,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                  ),
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "vector_widths"))]

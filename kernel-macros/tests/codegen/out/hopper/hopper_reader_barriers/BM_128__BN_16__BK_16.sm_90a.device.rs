@@ -38,151 +38,383 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
     if __tid < 2usize && (__tmask >> __tid) & 1 != 0 {
       ::kernel_std::__private::device::prefetch_tensormap(__tma.add(__tid * 128));
     }
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 8usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 16usize + ((__warp / 4) % 1usize) * 16usize
+          + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 8usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (1i32),
-            ),
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
-          );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
-          );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
-          } else {
-            0
-          };
-          let __st3: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64));
-          let __st4: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st3: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64));
+      let __st4: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+          __p_N,
+        ),
+      );
+      let (__da0, __db0): (u64, u64) = {
+        let __wg: usize = __warp / 4;
+        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr() + 0usize as u32
+            + ((__wg / 1usize) * 64usize * 32usize) as u32,
+          16usize as u32,
+          256usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
+        );
+        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr()
+            + (0usize + 4096usize) as u32
+            + ((__wg % 1usize) * (16usize / 16usize) * 512usize) as u32,
+          512usize as u32,
+          256usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
+        );
+        (__da, __db)
+      };
+      if __tid == 0 {
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20480usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20488usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20496usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20504usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20512usize as u32,
+          8u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20520usize as u32,
+          8u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20528usize as u32,
+          8u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 20536usize as u32,
+          8u32,
+        );
+        ::kernel_std::__private::device::fence_mbarrier_init();
+      }
+      ::kernel_std::__private::device::warp_sync();
+      let (
+        __tmo0,
+        __tin0,
+        __tc0,
+        __tr0,
+        __tdc0,
+        __tdr0,
+        __tW0,
+        __tO0,
+      ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+        let __tW: i64 = __p_K as i64;
+        let __tO: i64 = ::kernel_std::__private::device::cast::<
+          i32,
+          i64,
+        >(
+          <i32 as ::kernel_std::__private::device::Num>::add(
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                16i64,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = 0usize;
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          ),
+        );
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_3_off + __it * __st3
+        };
+        let __w: i64 = __tW;
+        if (__tmask >> 0u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+          let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
+          let __st: i64 = __second - __first;
+          let __len: i64 = __len_a_ptr as i64;
+          let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+            __ef,
+            __w,
+          );
+          let (__sq, __sr) = if __st >= 0 && __st < __w {
+            (0i64, __st)
+          } else {
+            ::kernel_std::__private::device::divrem(__st, __w)
+          };
+          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+          let __inside = |__r: i64| (__r + 128i64) * __w <= __len;
+          let __starts = |__r: i64| (__r + 1) * __w <= __len;
+          let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+            let __rl = __rf + __nm * __sq;
+            let __rows = (__inside(__rf)
+              && (__inside(__rl)
+                || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+              || (__nm == 0 && __starts(__rf));
+            (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
+          } else if __sq == 0 && __st > 0 {
+            let __cl = __cf + __nm * __st;
+            let __cols = __cl + 16i64 <= __w
+              || (__cl < __w && (__nm == 0 || __cl - __st + 16i64 <= __w));
+            (0i64, __st, __cols, __inside(__rf), __rf)
+          } else {
+            let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+              __el,
+              __w,
+            );
+            (
+              0i64,
+              __st,
+              __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
+              __inside(__rf) && __inside(__rl),
+              __rl,
+            )
+          };
+          let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+            && __rl + 128i64 <= i32::MAX as i64;
+          (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+        } else {
+          (false, false, 0, 0, 0, 0, __tW, __tO)
+        }
+      };
+      let (
+        __tmo1,
+        __tin1,
+        __tc1,
+        __tr1,
+        __tdc1,
+        __tdr1,
+        __tW1,
+        __tO1,
+      ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
+        let __tW: i64 = __p_N as i64;
+        let __tO: i64 = ::kernel_std::__private::device::cast::<
+          i32,
+          i64,
+        >(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = 0usize;
+                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+              __p_N,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
               ),
               __p_N,
             ),
+          ),
+        );
+        let __first: i64 = {
+          let __it: i64 = 0;
+          b_ptrs_4_off + __it * __st4
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          b_ptrs_4_off + __it * __st4
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          b_ptrs_4_off + __it * __st4
+        };
+        let __w: i64 = __tW;
+        if (__tmask >> 1u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+          let (__ef, __el) = (__tO + 0i64 + __first, __tO + 0i64 + __last);
+          let __st: i64 = __second - __first;
+          let __len: i64 = __len_b_ptr as i64;
+          let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+            __ef,
+            __w,
           );
-          let (__da0, __db0): (u64, u64) = {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 32usize) as u32,
-              16usize as u32,
-              256usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
-            );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (0usize + 4096usize) as u32
-                + ((__wg % 1usize) * (16usize / 16usize) * 512usize) as u32,
-              512usize as u32,
-              256usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
-            );
-            (__da, __db)
+          let (__sq, __sr) = if __st >= 0 && __st < __w {
+            (0i64, __st)
+          } else {
+            ::kernel_std::__private::device::divrem(__st, __w)
           };
-          if __tid == 0 {
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20480usize as u32,
-              1u32,
+          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+          let __inside = |__r: i64| (__r + 16i64) * __w <= __len;
+          let __starts = |__r: i64| (__r + 1) * __w <= __len;
+          let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+            let __rl = __rf + __nm * __sq;
+            let __rows = (__inside(__rf)
+              && (__inside(__rl)
+                || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+              || (__nm == 0 && __starts(__rf));
+            (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
+          } else if __sq == 0 && __st > 0 {
+            let __cl = __cf + __nm * __st;
+            let __cols = __cl + 16i64 <= __w
+              || (__cl < __w && (__nm == 0 || __cl - __st + 16i64 <= __w));
+            (0i64, __st, __cols, __inside(__rf), __rf)
+          } else {
+            let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+              __el,
+              __w,
             );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20488usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20496usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20504usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20512usize as u32,
-              8u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20520usize as u32,
-              8u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20528usize as u32,
-              8u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 20536usize as u32,
-              8u32,
-            );
-            ::kernel_std::__private::device::fence_mbarrier_init();
+            (
+              0i64,
+              __st,
+              __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
+              __inside(__rf) && __inside(__rl),
+              __rl,
+            )
+          };
+          let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+            && __rl + 16i64 <= i32::MAX as i64;
+          (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+        } else {
+          (false, false, 0, 0, 0, 0, __tW, __tO)
+        }
+      };
+      let __spec: bool = __n > 0 && __tmo0 && __tmo1;
+      if __tid == 0 && __spec {
+        let mut __pi: i64 = 0;
+        while __pi < 4i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let __buf: usize = __pi as usize;
+              let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                + (20480usize + __buf * 8) as u32;
+              ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                __bar,
+                4608u32,
+              );
+              ::kernel_std::__private::device::tma_load_2d(
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __buf * 5120usize) as u32,
+                __tma.add(0u32 as usize * 128),
+                __bar,
+                (__tc0 as i32)
+                  .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                  .wrapping_add(0i64 as i32),
+                (__tr0 as i32)
+                  .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+              );
+              ::kernel_std::__private::device::tma_load_2d(
+                ::kernel_std::__private::device::smem_addr()
+                  + (4096usize + __buf * 5120usize) as u32,
+                __tma.add(1u32 as usize * 128),
+                __bar,
+                (__tc1 as i32)
+                  .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                  .wrapping_add(0i64 as i32),
+                (__tr1 as i32)
+                  .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+              );
+            }
           }
-          ::kernel_std::__private::device::warp_sync();
-          let (
-            __tmo0,
-            __tin0,
-            __tc0,
-            __tr0,
-            __tdc0,
-            __tdr0,
-            __tW0,
-            __tO0,
-          ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-            let __tW: i64 = __p_K as i64;
-            let __tO: i64 = ::kernel_std::__private::device::cast::<
+          __pi += 1;
+        }
+      }
+      let __tok0: bool = __tin0
+        && {
+          let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+          let mut __ok: bool = true;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            128usize,
+          );
+          let mut __r: usize = (__tid + 224usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            let __v0: i64 = ::kernel_std::__private::device::cast::<
               i32,
               i64,
             >(
@@ -199,7 +431,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = 0usize;
+                            let __pf: usize = (__f0);
                             0usize + ((__pf / 16usize) % 128usize) * 1usize
                           }) as i32,
                         ),
@@ -211,91 +443,122 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = 0usize;
+                      let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   ),
               ),
             );
-            let __first: i64 = {
-              let __it: i64 = 0;
-              a_ptrs_3_off + __it * __st3
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              a_ptrs_3_off + __it * __st3
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              a_ptrs_3_off + __it * __st3
-            };
-            let __w: i64 = __tW;
-            if (__tmask >> 0u32) & 1 != 0 && __w > 0
-              && __w <= i32::MAX as i64
-            {
-              let (__ef, __el) = (
-                __tO + 0i64 + __first,
-                __tO + 0i64 + __last,
-              );
-              let __st: i64 = __second - __first;
-              let __len: i64 = __len_a_ptr as i64;
-              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                __ef,
-                __w,
-              );
-              let (__sq, __sr) = if __st >= 0 && __st < __w {
-                (0i64, __st)
+            let __v1: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 15usize);
+                            0usize + ((__pf / 16usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 15usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+              && __v1 - __v0 == 15i64
+              && __v0 == __tO + (__r as i64) * __tW;
+            __r += 256usize;
+          }
+          __ok
+        }
+        && {
+          let __w: i64 = __tW0;
+          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+          let (__cL, __rL): (i64, i64) = (
+            __tc0 + __nm * __tdc0,
+            __tr0 + __nm * __tdr0,
+          );
+          let mut __ok: bool = true;
+          if __cL + 16i64 > __w || (__rL + 128i64) * __w > __len_a_ptr as i64 {
+            ::core::hint::cold_path();
+            let __h: i64 = (__len_a_ptr as i64) / __w;
+            let __it: i64 = __nm;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              128usize,
+            );
+            let mut __r: usize = (__tid + 224usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              let __j0: i64 = if __rL + (__r as i64) >= __h {
+                0
               } else {
-                ::kernel_std::__private::device::divrem(__st, __w)
+                __w - __cL
               };
-              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-              let __inside = |__r: i64| (__r + 128i64) * __w <= __len;
-              let __starts = |__r: i64| (__r + 1) * __w <= __len;
-              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                let __rl = __rf + __nm * __sq;
-                let __rows = (__inside(__rf)
-                  && (__inside(__rl)
-                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                  || (__nm == 0 && __starts(__rf));
-                (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
-              } else if __sq == 0 && __st > 0 {
-                let __cl = __cf + __nm * __st;
-                let __cols = __cl + 16i64 <= __w
-                  || (__cl < __w
-                    && (__nm == 0 || __cl - __st + 16i64 <= __w));
-                (0i64, __st, __cols, __inside(__rf), __rf)
+              let mut __j: usize = if __j0 > 0 {
+                __j0 as usize
               } else {
-                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                  __el,
-                  __w,
-                );
-                (
-                  0i64,
-                  __st,
-                  __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
-                  __inside(__rf) && __inside(__rl),
-                  __rl,
-                )
+                0
               };
-              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                && __rl + 128i64 <= i32::MAX as i64;
-              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-            } else {
-              (false, false, 0, 0, 0, 0, __tW, __tO)
+              while __j < 16usize {
+                __ok = __ok
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __j);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ));
+                __j += 1;
+              }
+              __r += 256usize;
             }
-          };
-          let (
-            __tmo1,
-            __tin1,
-            __tc1,
-            __tr1,
-            __tdc1,
-            __tdr1,
-            __tW1,
-            __tO1,
-          ): (bool, bool, i64, i64, i64, i64, i64, i64) = {
-            let __tW: i64 = __p_N as i64;
-            let __tO: i64 = ::kernel_std::__private::device::cast::<
+          }
+          __ok
+        };
+      let __tok1: bool = __tin1
+        && {
+          let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
+          let mut __ok: bool = true;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __r: usize = (__tid + 96usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            let __v0: i64 = ::kernel_std::__private::device::cast::<
               i32,
               i64,
             >(
@@ -304,7 +567,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = 0usize;
+                        let __pf: usize = (__f0);
                         0usize + ((__pf / 16usize) % 16usize) * 1usize
                       }) as i32,
                     ),
@@ -321,7 +584,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = 0usize;
+                          let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       ),
@@ -330,184 +593,28 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                 ),
               ),
             );
-            let __first: i64 = {
-              let __it: i64 = 0;
-              b_ptrs_4_off + __it * __st4
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              b_ptrs_4_off + __it * __st4
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              b_ptrs_4_off + __it * __st4
-            };
-            let __w: i64 = __tW;
-            if (__tmask >> 1u32) & 1 != 0 && __w > 0
-              && __w <= i32::MAX as i64
-            {
-              let (__ef, __el) = (
-                __tO + 0i64 + __first,
-                __tO + 0i64 + __last,
-              );
-              let __st: i64 = __second - __first;
-              let __len: i64 = __len_b_ptr as i64;
-              let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                __ef,
-                __w,
-              );
-              let (__sq, __sr) = if __st >= 0 && __st < __w {
-                (0i64, __st)
-              } else {
-                ::kernel_std::__private::device::divrem(__st, __w)
-              };
-              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-              let __inside = |__r: i64| (__r + 16i64) * __w <= __len;
-              let __starts = |__r: i64| (__r + 1) * __w <= __len;
-              let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                let __rl = __rf + __nm * __sq;
-                let __rows = (__inside(__rf)
-                  && (__inside(__rl)
-                    || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                  || (__nm == 0 && __starts(__rf));
-                (__sq, 0i64, __cf + 16i64 <= __w, __rows, __rl)
-              } else if __sq == 0 && __st > 0 {
-                let __cl = __cf + __nm * __st;
-                let __cols = __cl + 16i64 <= __w
-                  || (__cl < __w
-                    && (__nm == 0 || __cl - __st + 16i64 <= __w));
-                (0i64, __st, __cols, __inside(__rf), __rf)
-              } else {
-                let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                  __el,
-                  __w,
-                );
-                (
-                  0i64,
-                  __st,
-                  __rf == __rl && __cf + 16i64 <= __w && __cl + 16i64 <= __w,
-                  __inside(__rf) && __inside(__rl),
-                  __rl,
-                )
-              };
-              let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                && __rl + 16i64 <= i32::MAX as i64;
-              (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-            } else {
-              (false, false, 0, 0, 0, 0, __tW, __tO)
-            }
-          };
-          let __spec: bool = __n > 0 && __tmo0 && __tmo1;
-          if __tid == 0 && __spec {
-            let mut __pi: i64 = 0;
-            while __pi < 4i64 {
-              if __pi < __n {
-                {
-                  let __it: i64 = __pi;
-                  let __buf: usize = __pi as usize;
-                  let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (20480usize + __buf * 8) as u32;
-                  ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
-                    __bar,
-                    4608u32,
-                  );
-                  ::kernel_std::__private::device::tma_load_2d(
-                    ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __buf * 5120usize) as u32,
-                    __tma.add(0u32 as usize * 128),
-                    __bar,
-                    (__tc0 as i32)
-                      .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                      .wrapping_add(0i64 as i32),
-                    (__tr0 as i32)
-                      .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                  );
-                  ::kernel_std::__private::device::tma_load_2d(
-                    ::kernel_std::__private::device::smem_addr()
-                      + (4096usize + __buf * 5120usize) as u32,
-                    __tma.add(1u32 as usize * 128),
-                    __bar,
-                    (__tc1 as i32)
-                      .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                      .wrapping_add(0i64 as i32),
-                    (__tr1 as i32)
-                      .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                  );
-                }
-              }
-              __pi += 1;
-            }
-          }
-          let __tok0: bool = __tin0
-            && {
-              let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
-              let mut __ok: bool = true;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                128usize,
-              );
-              let mut __r: usize = (__tid + 224usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                let __v0: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
+            let __v1: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 15usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
                     ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                let __v1: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 15usize);
-                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
                       ),
-                      __p_K,
                     ),
                     (0i32)
                       .wrapping_add(
@@ -517,133 +624,16 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                         }) as i32,
                       ),
                   ),
-                );
-                __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-                  && __v1 - __v0 == 15i64
-                  && __v0 == __tO + (__r as i64) * __tW;
-                __r += 256usize;
-              }
-              __ok
-            }
-            && {
-              let __w: i64 = __tW0;
-              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-              let (__cL, __rL): (i64, i64) = (
-                __tc0 + __nm * __tdc0,
-                __tr0 + __nm * __tdr0,
-              );
-              let mut __ok: bool = true;
-              if __cL + 16i64 > __w
-                || (__rL + 128i64) * __w > __len_a_ptr as i64
-              {
-                ::core::hint::cold_path();
-                let __h: i64 = (__len_a_ptr as i64) / __w;
-                let __it: i64 = __nm;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  128usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  let __j0: i64 = if __rL + (__r as i64) >= __h {
-                    0
-                  } else {
-                    __w - __cL
-                  };
-                  let mut __j: usize = if __j0 > 0 {
-                    __j0 as usize
-                  } else {
-                    0
-                  };
-                  while __j < 16usize {
-                    __ok = __ok
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __j);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      ));
-                    __j += 1;
-                  }
-                  __r += 256usize;
-                }
-              }
-              __ok
-            };
-          let __tok1: bool = __tin1
-            && {
-              let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
-              let mut __ok: bool = true;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                16usize,
-              );
-              let mut __r: usize = (__tid + 96usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                let __v0: i64 = ::kernel_std::__private::device::cast::<
+                  __p_N,
+                ),
+              ),
+            );
+            __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
+              && ((0i64).wrapping_add(1i64) == 1i64
+                && ::kernel_std::__private::device::cast::<
                   i32,
                   i64,
                 >(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ),
-                );
-                let __v1: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 15usize);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -662,102 +652,558 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                       ),
                       __p_N,
                     ),
-                  ),
-                );
-                __ok = __ok && (0i64).wrapping_add(1i64) == 1i64
-                  && ((0i64).wrapping_add(1i64) == 1i64
-                    && ::kernel_std::__private::device::cast::<
+                  )
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
                       i32,
                       i64,
                     >(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  ) == 15i64) && __v1 - __v0 == 15i64
+              && __v0 == __tO + (__r as i64) * __tW;
+            __r += 256usize;
+          }
+          __ok
+        }
+        && {
+          let __w: i64 = __tW1;
+          let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+          let (__cL, __rL): (i64, i64) = (
+            __tc1 + __nm * __tdc1,
+            __tr1 + __nm * __tdr1,
+          );
+          let mut __ok: bool = true;
+          if __cL + 16i64 > __w || (__rL + 16i64) * __w > __len_b_ptr as i64 {
+            ::core::hint::cold_path();
+            let __h: i64 = (__len_b_ptr as i64) / __w;
+            let __it: i64 = __nm;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              16usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              let __j0: i64 = if __rL + (__r as i64) >= __h {
+                0
+              } else {
+                __w - __cL
+              };
+              let mut __j: usize = if __j0 > 0 {
+                __j0 as usize
+              } else {
+                0
+              };
+              while __j < 16usize {
+                __ok = __ok
+                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __j);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  ));
+                __j += 1;
+              }
+              __r += 256usize;
+            }
+          }
+          __ok
+        };
+      let mut __mall: bool = __n > 0;
+      let mut __mmid: bool = true;
+      if __n > 0 {
+        {
+          let __it: i64 = 0;
+          let k_6: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            128usize,
+          );
+          let mut __r: usize = (__tid + 224usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            __mall = __mall
+              && ({
+                let __x3 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  );
+                let __x4 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 15usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  );
+                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_6,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                );
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x4,
+                  __x3,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x4,
+                    __c5,
+                  )
+              });
+            __r += 256usize;
+          }
+        }
+        {
+          let __it: i64 = __n - 1;
+          let k_6: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            128usize,
+          );
+          let mut __r: usize = (__tid + 224usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            __mall = __mall
+              && ({
+                let __x3 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  );
+                let __x4 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 15usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  );
+                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_6,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                );
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x4,
+                  __x3,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x4,
+                    __c5,
+                  )
+              });
+            __r += 256usize;
+          }
+        }
+        if !__mall && __n >= 2 {
+          {
+            let __it: i64 = 0;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              128usize,
+            );
+            let mut __r: usize = (__tid + 224usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              __mmid = __mmid
+                && ({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    );
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 15usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
+                });
+              __r += 256usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 2;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              128usize,
+            );
+            let mut __r: usize = (__tid + 224usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              __mmid = __mmid
+                && ({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    );
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 15usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
+                });
+              __r += 256usize;
+            }
+          }
+        }
+        {
+          let __it: i64 = 0;
+          let k_6: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __r: usize = (__tid + 96usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            __mall = __mall
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_6,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                ),
+              ));
+            __r += 256usize;
+          }
+        }
+        {
+          let __it: i64 = __n - 1;
+          let k_6: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __r: usize = (__tid + 96usize) % 256usize;
+          while __r < __nr {
+            let __f0: usize = __r * 16usize;
+            __mall = __mall
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_6,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                ),
+              ));
+            __r += 256usize;
+          }
+        }
+        if !__mall && __n >= 2 {
+          {
+            let __it: i64 = 0;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              16usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              __mmid = __mmid
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                  ),
+                ));
+              __r += 256usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 2;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              16usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 256usize;
+            while __r < __nr {
+              let __f0: usize = __r * 16usize;
+              __mmid = __mmid
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                  ),
+                ));
+              __r += 256usize;
+            }
+          }
+        }
+      }
+      let __mmid: bool = __mall || __mmid;
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 20544usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(20544usize) as *mut u32,
+          1u32,
+        );
+      }
+      let __tma_go: bool = ::kernel_std::__private::device::bar_and(
+        true && __tok0 && __tok1,
+      );
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
+      if __tma_go {
+        {
+          let (__da0, __db0): (u64, u64) = { (__da0, __db0) };
+          if __n > 0 {
+            let __bars: u32 = ::kernel_std::__private::device::smem_addr()
+              + 20480usize as u32;
+            let __ebars: u32 = ::kernel_std::__private::device::smem_addr()
+              + 20512usize as u32;
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __par: u32 = 0;
+            let mut __nbu: u32 = 0;
+            let mut __ppar: u32 = 0;
+            while __ci < __n {
+              let __cb: usize = __cbu as usize;
+              ::kernel_std::__private::device::mbarrier_wait(
+                __bars + __cbu * 8,
+                __par,
+              );
+              let __fix: bool = !__nofix
+                && (!__fixlast || __ci + 1 == __n);
+              if __fix {
+                let mut __fx: bool = false;
+                {
+                  let __it: i64 = __ci;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                    1usize,
+                  );
+                  let mut __jc: usize = 0;
+                  while __jc < __njc {
+                    let __c: usize = __jc * 256usize + __tid;
+                    if __c < 256usize {
+                      let __f0: usize = __c * 8;
+                      if !({
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      }) {
+                        let __sp = __smem
+                          .add(
+                            0usize + __cb * 5120usize
+                              + (({
+                                let __sf: usize = __f0;
+                                ({
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2,
+                          ) as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0 + 15usize);
+                                  let __pf: usize = (__f0 + __i);
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
+                                k_6,
                                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                   16i64,
                                 ),
                               ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
                             ),
-                            __p_N,
-                          ),
-                        ),
-                      ) == 15i64) && __v1 - __v0 == 15i64
-                  && __v0 == __tO + (__r as i64) * __tW;
-                __r += 256usize;
-              }
-              __ok
-            }
-            && {
-              let __w: i64 = __tW1;
-              let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-              let (__cL, __rL): (i64, i64) = (
-                __tc1 + __nm * __tdc1,
-                __tr1 + __nm * __tdr1,
-              );
-              let mut __ok: bool = true;
-              if __cL + 16i64 > __w
-                || (__rL + 16i64) * __w > __len_b_ptr as i64
-              {
-                ::core::hint::cold_path();
-                let __h: i64 = (__len_b_ptr as i64) / __w;
-                let __it: i64 = __nm;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  16usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  let __j0: i64 = if __rL + (__r as i64) >= __h {
-                    0
-                  } else {
-                    __w - __cL
-                  };
-                  let mut __j: usize = if __j0 > 0 {
-                    __j0 as usize
-                  } else {
-                    0
-                  };
-                  while __j < 16usize {
-                    __ok = __ok
-                      && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          )) {
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              ),
+                            );
+                          }
+                          __i += 1;
+                        }
+                        __fx = true;
+                      }
+                    }
+                    __jc += 1;
+                  }
+                  let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                    1usize,
+                  );
+                  let mut __jc: usize = 0;
+                  while __jc < __njc {
+                    let __c: usize = __jc * 256usize + __tid;
+                    if __c < 32usize {
+                      let __f0: usize = __c * 8;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __j);
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 16usize) % 16usize) * 1usize
                             }) as i32,
                           ),
@@ -770,484 +1216,29 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             ),
                           ),
                         ),
-                      ));
-                    __j += 1;
-                  }
-                  __r += 256usize;
-                }
-              }
-              __ok
-            };
-          let mut __mall: bool = __n > 0;
-          let mut __mmid: bool = true;
-          if __n > 0 {
-            {
-              let __it: i64 = 0;
-              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                128usize,
-              );
-              let mut __r: usize = (__tid + 224usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                __mall = __mall
-                  && ({
-                    let __x3 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x4 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 15usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
-                      )
-                  });
-                __r += 256usize;
-              }
-            }
-            {
-              let __it: i64 = __n - 1;
-              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                128usize,
-              );
-              let mut __r: usize = (__tid + 224usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                __mall = __mall
-                  && ({
-                    let __x3 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x4 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 15usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
-                      )
-                  });
-                __r += 256usize;
-              }
-            }
-            if !__mall && __n >= 2 {
-              {
-                let __it: i64 = 0;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  128usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  __mmid = __mmid
-                    && ({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 15usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    });
-                  __r += 256usize;
-                }
-              }
-              {
-                let __it: i64 = __n - 2;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  128usize,
-                );
-                let mut __r: usize = (__tid + 224usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  __mmid = __mmid
-                    && ({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 15usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    });
-                  __r += 256usize;
-                }
-              }
-            }
-            {
-              let __it: i64 = 0;
-              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                16usize,
-              );
-              let mut __r: usize = (__tid + 96usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                __mall = __mall
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    ),
-                  ));
-                __r += 256usize;
-              }
-            }
-            {
-              let __it: i64 = __n - 1;
-              let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                16usize,
-              );
-              let mut __r: usize = (__tid + 96usize) % 256usize;
-              while __r < __nr {
-                let __f0: usize = __r * 16usize;
-                __mall = __mall
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_6,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    ),
-                  ));
-                __r += 256usize;
-              }
-            }
-            if !__mall && __n >= 2 {
-              {
-                let __it: i64 = 0;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  16usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  __mmid = __mmid
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    ));
-                  __r += 256usize;
-                }
-              }
-              {
-                let __it: i64 = __n - 2;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  16usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 256usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 16usize;
-                  __mmid = __mmid
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                    ));
-                  __r += 256usize;
-                }
-              }
-            }
-          }
-          let __mmid: bool = __mall || __mmid;
-          let __w: u32 = ::kernel_std::__private::device::smem_addr()
-            + 20544usize as u32;
-          if __tid == 0 {
-            ::kernel_std::__private::device::store(
-              __smem.add(20544usize) as *mut u32,
-              1u32,
-            );
-          }
-          let __tma_go: bool = ::kernel_std::__private::device::bar_and(
-            true && __tok0 && __tok1,
-          );
-          let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
-          let __fixlast: bool = ::kernel_std::__private::device::bar_and(
-            __mmid,
-          );
-          if __tma_go {
-            {
-              let (__da0, __db0): (u64, u64) = { (__da0, __db0) };
-              if __n > 0 {
-                let __bars: u32 = ::kernel_std::__private::device::smem_addr()
-                  + 20480usize as u32;
-                let __ebars: u32 = ::kernel_std::__private::device::smem_addr()
-                  + 20512usize as u32;
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __par: u32 = 0;
-                let mut __nbu: u32 = 0;
-                let mut __ppar: u32 = 0;
-                while __ci < __n {
-                  let __cb: usize = __cbu as usize;
-                  ::kernel_std::__private::device::mbarrier_wait(
-                    __bars + __cbu * 8,
-                    __par,
-                  );
-                  let __fix: bool = !__nofix
-                    && (!__fixlast || __ci + 1 == __n);
-                  if __fix {
-                    let mut __fx: bool = false;
-                    {
-                      let __it: i64 = __ci;
-                      let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                        1usize,
-                      );
-                      let mut __jc: usize = 0;
-                      while __jc < __njc {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if __c < 256usize {
-                          let __f0: usize = __c * 8;
-                          if !({
-                            let __x0 = (0i32)
-                              .wrapping_add(
+                      )) {
+                        let __sp = __smem
+                          .add(
+                            4096usize + __cb * 5120usize
+                              + (({
+                                let __sf: usize = __f0;
                                 ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          }) {
-                            let __sp = __smem
-                              .add(
-                                0usize + __cb * 5120usize
-                                  + (({
-                                    let __sf: usize = __f0;
-                                    ({
-                                      let __r: usize = __sf / 16usize;
-                                      __r * 16usize
-                                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                                    }) + __sf % 8
-                                  })) * 2,
-                              ) as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              )) {
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  ),
-                                );
-                              }
-                              __i += 1;
-                            }
-                            __fx = true;
-                          }
-                        }
-                        __jc += 1;
-                      }
-                      let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                        1usize,
-                      );
-                      let mut __jc: usize = 0;
-                      while __jc < __njc {
-                        let __c: usize = __jc * 256usize + __tid;
-                        if __c < 32usize {
-                          let __f0: usize = __c * 8;
+                                  let __r: usize = __sf / 16usize;
+                                  __r * 16usize
+                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                                }) + __sf % 8
+                              })) * 2,
+                          ) as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
                           if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                             (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
+                                  let __pf: usize = (__f0 + __i);
                                   0usize + ((__pf / 16usize) % 16usize) * 1usize
                                 }) as i32,
                               ),
@@ -1261,162 +1252,160 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               ),
                             ),
                           )) {
-                            let __sp = __smem
-                              .add(
-                                4096usize + __cb * 5120usize
-                                  + (({
-                                    let __sf: usize = __f0;
-                                    ({
-                                      let __r: usize = __sf / 16usize;
-                                      __r * 16usize
-                                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                                    }) + __sf % 8
-                                  })) * 2,
-                              ) as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              ),
                             );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              )) {
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  ),
-                                );
-                              }
-                              __i += 1;
-                            }
-                            __fx = true;
                           }
+                          __i += 1;
                         }
-                        __jc += 1;
+                        __fx = true;
                       }
                     }
-                    if __fx {
-                      ::kernel_std::__private::device::fence_proxy_async();
-                    }
-                  }
-                  if __fix {
-                    ::kernel_std::__private::device::bar_sync();
-                  }
-                  {
-                    let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
-                    let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
-                    ::kernel_std::__private::device::wgmma_fence();
-                    ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
-                      8usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut acc_5, __da + 0u64, __db + 0u64);
-                    ::kernel_std::__private::device::wgmma_commit();
-                  }
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  if __ci > 0 {
-                    if __tid % 32 == 0 {
-                      ::kernel_std::__private::device::mbarrier_arrive(
-                        __ebars + __nbu * 8,
-                      );
-                    }
-                    let __nx: i64 = __ci - 1 + 4i64;
-                    if __tid == 0 && __nx < __n {
-                      ::kernel_std::__private::device::mbarrier_wait(
-                        __ebars + __nbu * 8,
-                        __ppar,
-                      );
-                      {
-                        let __it: i64 = __nx;
-                        let __buf: usize = __nbu as usize;
-                        let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                          + (20480usize + __buf * 8) as u32;
-                        ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
-                          __bar,
-                          4608u32,
-                        );
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (0usize + __buf * 5120usize) as u32,
-                          __tma.add(0u32 as usize * 128),
-                          __bar,
-                          (__tc0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                        );
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (4096usize + __buf * 5120usize) as u32,
-                          __tma.add(1u32 as usize * 128),
-                          __bar,
-                          (__tc1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                        );
-                      }
-                    }
-                  }
-                  __nbu = __cbu;
-                  __ppar = __par;
-                  __ci += 1;
-                  if __cbu + 1 == 4u32 {
-                    __cbu = 0;
-                    __par ^= 1;
-                  } else {
-                    __cbu += 1;
+                    __jc += 1;
                   }
                 }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n16::<
+                if __fx {
+                  ::kernel_std::__private::device::fence_proxy_async();
+                }
+              }
+              if __fix {
+                ::kernel_std::__private::device::bar_sync();
+              }
+              {
+                let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
                   8usize,
                   0usize,
-                >(&mut acc_5);
+                  0u32,
+                  1u32,
+                >(&mut acc_5, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              if __ci > 0 {
+                if __tid % 32 == 0 {
+                  ::kernel_std::__private::device::mbarrier_arrive(
+                    __ebars + __nbu * 8,
+                  );
+                }
+                let __nx: i64 = __ci - 1 + 4i64;
+                if __tid == 0 && __nx < __n {
+                  ::kernel_std::__private::device::mbarrier_wait(
+                    __ebars + __nbu * 8,
+                    __ppar,
+                  );
+                  {
+                    let __it: i64 = __nx;
+                    let __buf: usize = __nbu as usize;
+                    let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                      + (20480usize + __buf * 8) as u32;
+                    ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                      __bar,
+                      4608u32,
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (0usize + __buf * 5120usize) as u32,
+                      __tma.add(0u32 as usize * 128),
+                      __bar,
+                      (__tc0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr0 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                    );
+                    ::kernel_std::__private::device::tma_load_2d(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (4096usize + __buf * 5120usize) as u32,
+                      __tma.add(1u32 as usize * 128),
+                      __bar,
+                      (__tc1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                        .wrapping_add(0i64 as i32),
+                      (__tr1 as i32)
+                        .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                    );
+                  }
+                }
+              }
+              __nbu = __cbu;
+              __ppar = __par;
+              __ci += 1;
+              if __cbu + 1 == 4u32 {
+                __cbu = 0;
+                __par ^= 1;
+              } else {
+                __cbu += 1;
               }
             }
-          } else {
-            ::core::hint::cold_path();
-            if __spec {
-              let mut __pi: i64 = 0;
-              while __pi < 4i64 && __pi < __n {
-                ::kernel_std::__private::device::mbarrier_wait(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (20480usize + (__pi as usize) * 8) as u32,
-                  0,
-                );
-                __pi += 1;
-              }
-            }
-            let mut __pb0: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-            let mut __lo0: i64 = i64::MAX;
-            let mut __hi0: i64 = i64::MIN;
-            let mut __nc: bool = false;
-            let mut __al: bool = true;
-            {
-              let __c: usize = 0usize * 256usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n16::<
+              8usize,
+              0usize,
+            >(&mut acc_5);
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        if __spec {
+          let mut __pi: i64 = 0;
+          while __pi < 4i64 && __pi < __n {
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (20480usize + (__pi as usize) * 8) as u32,
+              0,
+            );
+            __pi += 1;
+          }
+        }
+        let mut __pb0: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+        let mut __lo0: i64 = i64::MAX;
+        let mut __hi0: i64 = i64::MIN;
+        let mut __nc: bool = false;
+        let mut __al: bool = true;
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 16usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_K,
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1429,7 +1418,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 16usize) % 128usize) * 1usize
                             }) as i32,
                           ),
@@ -1441,348 +1430,345 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0 + 0usize);
+                        let __pf: usize = (__f0 + 1usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb0[0usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[0usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-            if __nc || !__al {
-              __lo0 = i64::MAX;
-              __hi0 = i64::MIN;
-            }
-            let mut __so0: [u32; 1usize] = [0u32; 1usize];
-            {
-              let __c: usize = 0usize * 256usize + __tid;
-              let __f0: usize = __c * 8;
-              __so0[0usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 16usize;
-                  __r * 16usize
-                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            let __sc0: i64 = 0i64;
-            let __inb0: bool = {
-              let __first: i64 = {
-                let __it: i64 = 0;
-                a_ptrs_3_off + __it * __st3
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                a_ptrs_3_off + __it * __st3
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                a_ptrs_3_off + __it * __st3
-              };
-              let (__mn, __mx) = if __first < __last {
-                (__first, __last)
-              } else {
-                (__last, __first)
-              };
-              let __aligned = __first % 8 == 0
-                && (__second - __first) % 8 == 0;
-              __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
-                && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
-            };
-            let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-            let mut __lo1: i64 = i64::MAX;
-            let mut __hi1: i64 = i64::MIN;
-            let mut __nc: bool = false;
-            let mut __al: bool = true;
-            {
-              let __c: usize = 0usize * 256usize + __tid;
-              if __c < 32usize {
-                let __f0: usize = __c * 8;
-                let (__o0, __ct): (i32, bool) = {
-                  let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb0[0usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[0usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
+        if __nc || !__al {
+          __lo0 = i64::MAX;
+          __hi0 = i64::MIN;
+        }
+        let mut __so0: [u32; 1usize] = [0u32; 1usize];
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[0usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 16usize;
+              __r * 16usize
+                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        let __sc0: i64 = 0i64;
+        let __inb0: bool = {
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_3_off + __it * __st3
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_3_off + __it * __st3
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_3_off + __it * __st3
+          };
+          let (__mn, __mx) = if __first < __last {
+            (__first, __last)
+          } else {
+            (__last, __first)
+          };
+          let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+          __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+            && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+        };
+        let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+        let mut __lo1: i64 = i64::MAX;
+        let mut __hi1: i64 = i64::MIN;
+        let mut __nc: bool = false;
+        let mut __al: bool = true;
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          if __c < 32usize {
+            let __f0: usize = __c * 8;
+            let (__o0, __ct): (i32, bool) = {
+              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              (
+                __q0,
+                true
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = (__f0 + 1usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -1799,1339 +1785,394 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
                       ),
                       __p_N,
                     ),
-                  );
-                  (
-                    __q0,
-                    true
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            2usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            3usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            4usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            5usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            6usize as i64,
-                          ),
-                        )
-                      && <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                        == <i32 as ::kernel_std::__private::device::Num>::add(
-                          __q0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            7usize as i64,
-                          ),
-                        ),
                   )
-                };
-                __pb1[0usize] = if __ct {
-                  __o0
-                } else {
-                  <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                };
-                if __pb1[0usize]
-                  != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                {
-                  __al = __al
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      __o0,
-                    ) as usize) % 16 == 0;
-                  let __o: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(__o0);
-                  __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                  __hi1 = if __o > __hi1 { __o } else { __hi1 };
-                } else {
-                  __nc = true;
-                }
-              }
-            }
-            if __nc || !__al {
-              __lo1 = i64::MAX;
-              __hi1 = i64::MIN;
-            }
-            let mut __so1: [u32; 1usize] = [0u32; 1usize];
-            {
-              let __c: usize = 0usize * 256usize + __tid;
-              if __c < 32usize {
-                let __f0: usize = __c * 8;
-                __so1[0usize] = ((({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 16usize;
-                    __r * 16usize
-                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                  }) + __sf % 8
-                })) * 2) as u32;
-              }
-            }
-            let __sc1: i64 = 0i64;
-            let __inb1: bool = {
-              let __first: i64 = {
-                let __it: i64 = 0;
-                b_ptrs_4_off + __it * __st4
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                b_ptrs_4_off + __it * __st4
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                b_ptrs_4_off + __it * __st4
-              };
-              let (__mn, __mx) = if __first < __last {
-                (__first, __last)
-              } else {
-                (__last, __first)
-              };
-              let __aligned = __first % 8 == 0
-                && (__second - __first) % 8 == 0;
-              __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
-                && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        2usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        3usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        4usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        5usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        6usize as i64,
+                      ),
+                    )
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        7usize as i64,
+                      ),
+                    ),
+              )
             };
-            let __proved: bool = {
-              ::kernel_std::__private::device::smem_and(
-                __w,
-                (true && __inb0 && __inb1) as u32,
-              );
-              ::kernel_std::__private::device::bar_sync();
-              ::kernel_std::__private::device::load(
-                __smem.add(20544usize) as *mut u32,
-              ) != 0
-            };
-            if __proved {
-              if __n > 0 {
-                let mut __pi: i64 = 0;
-                while __pi < 2i64 {
-                  if __pi < __n {
-                    {
-                      let __it: i64 = __pi;
-                      let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __pi as usize;
-                      {
-                        let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                        let __dst: usize = 0usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[0usize] as usize;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                        let __dst: usize = 4096usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          if __c < 32usize {
-                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                              __c * 8,
-                            );
-                            let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              ),
-                              __off1,
-                            );
-                            let __so: usize = __dst + __so1[0usize] as usize;
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ) {
-                              ::kernel_std::__private::device::cp_async_16(
-                                ::kernel_std::__private::device::smem_addr() + __so as u32,
-                                __g as *const u8,
-                              );
-                            } else {
-                              let __sp = __smem.add(__so)
-                                as *mut ::kernel_std::__private::device::F16;
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_6,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                  ),
-                                );
-                                let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                        __p_N,
-                                      ),
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                  ),
-                                  __off1,
-                                );
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  if __m {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  },
-                                );
-                                __i += 1;
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  __pi += 1;
-                }
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __nbu: u32 = 2u32;
-                while __ci < __n {
-                  ::kernel_std::__private::device::cp_async_wait_group::<
-                    1u32,
-                  >();
-                  ::kernel_std::__private::device::fence_proxy_async();
-                  ::kernel_std::__private::device::bar_sync();
-                  let __cb: usize = __cbu as usize;
-                  {
-                    let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
-                    let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
-                    ::kernel_std::__private::device::wgmma_fence();
-                    ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
-                      8usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut acc_5, __da + 0u64, __db + 0u64);
-                    ::kernel_std::__private::device::wgmma_commit();
-                  }
-                  let __nx: i64 = __ci + 2i64;
-                  if __nx < __n {
-                    {
-                      let __it: i64 = __nx;
-                      let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __nbu as usize;
-                      {
-                        let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                        let __dst: usize = 0usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[0usize] as usize;
-                          if {
-                            let __x0 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x1 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x1,
-                              __x0,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x1,
-                                __c2,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                        let __dst: usize = 4096usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          if __c < 32usize {
-                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                              __c * 8,
-                            );
-                            let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              ),
-                              __off1,
-                            );
-                            let __so: usize = __dst + __so1[0usize] as usize;
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ) {
-                              ::kernel_std::__private::device::cp_async_16(
-                                ::kernel_std::__private::device::smem_addr() + __so as u32,
-                                __g as *const u8,
-                              );
-                            } else {
-                              let __sp = __smem.add(__so)
-                                as *mut ::kernel_std::__private::device::F16;
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_6,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                  ),
-                                );
-                                let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                        __p_N,
-                                      ),
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                  ),
-                                  __off1,
-                                );
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  if __m {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  },
-                                );
-                                __i += 1;
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  __ci += 1;
-                  __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
-                  __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
-                }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n16::<
-                  8usize,
-                  0usize,
-                >(&mut acc_5);
-              }
+            __pb1[0usize] = if __ct {
+              __o0
             } else {
-              ::core::hint::cold_path();
-              if __n > 0 {
-                let mut __pi: i64 = 0;
-                while __pi < 2i64 {
-                  if __pi < __n {
-                    {
-                      let __it: i64 = __pi;
-                      let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __pi as usize;
-                      {
-                        let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                        let __dst: usize = 0usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                __pb0[0usize],
-                              );
-                              if __pb0[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_a_ptr,
-                                  __len_a_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                        let __dst: usize = 4096usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          if __c < 32usize {
-                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                              __c * 8,
-                            );
-                            let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              {
-                                let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  __pb1[0usize],
-                                );
-                                if __pb1[0usize]
-                                  != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                                {
-                                  __b
-                                } else {
-                                  __b.map_addr(|__a| __a | 1)
-                                }
-                              },
-                              __off1,
-                            );
-                            let __so: usize = __dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 16usize;
-                                  __r * 16usize
-                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2;
-                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                              && (__inb1
-                                || ::kernel_std::__private::device::fits(
-                                  __g,
-                                  ::kernel_std::__private::device::opaque_usize(
-                                    __p_b_ptr as usize,
-                                  ) as *mut _,
-                                  __len_b_ptr,
-                                  8usize,
-                                ))
-                              && ::kernel_std::__private::device::cp_async_pieces::<
-                                16,
-                              >(
-                                ::kernel_std::__private::device::smem_addr() + __so as u32,
-                                __g as *const u8,
-                              ))
-                            {
-                              let __sp = __smem.add(__so)
-                                as *mut ::kernel_std::__private::device::F16;
-                              let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_6,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
-                                      ),
-                                    ),
-                                  ),
-                                );
-                                let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                        __p_N,
-                                      ),
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_N,
-                                      ),
-                                    ),
-                                  ),
-                                  __off1,
-                                );
-                                let __k: bool = __m
-                                  && ::kernel_std::__private::device::fits(
-                                    __a,
-                                    __p_b_ptr,
-                                    __len_b_ptr,
-                                    1,
-                                  );
-                                if __m && !__k && __badp.is_null() {
-                                  __badp = __a;
-                                }
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  if __k {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  },
-                                );
-                                __i += 1;
-                              }
-                              if !__badp.is_null() {
-                                ::kernel_std::__private::device::note_fault_at(
-                                  __badp,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  __fnote,
-                                  1u32,
-                                  ::core::line!(),
-                                );
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  __pi += 1;
-                }
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __nbu: u32 = 2u32;
-                while __ci < __n {
-                  ::kernel_std::__private::device::cp_async_wait_group::<
-                    1u32,
-                  >();
-                  ::kernel_std::__private::device::fence_proxy_async();
-                  ::kernel_std::__private::device::bar_sync();
-                  let __cb: usize = __cbu as usize;
+              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+            };
+            if __pb1[0usize]
+              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+            {
+              __al = __al
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  __o0,
+                ) as usize) % 16 == 0;
+              let __o: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__o0);
+              __lo1 = if __o < __lo1 { __o } else { __lo1 };
+              __hi1 = if __o > __hi1 { __o } else { __hi1 };
+            } else {
+              __nc = true;
+            }
+          }
+        }
+        if __nc || !__al {
+          __lo1 = i64::MAX;
+          __hi1 = i64::MIN;
+        }
+        let mut __so1: [u32; 1usize] = [0u32; 1usize];
+        {
+          let __c: usize = 0usize * 256usize + __tid;
+          if __c < 32usize {
+            let __f0: usize = __c * 8;
+            __so1[0usize] = ((({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 16usize;
+                __r * 16usize
+                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+              }) + __sf % 8
+            })) * 2) as u32;
+          }
+        }
+        let __sc1: i64 = 0i64;
+        let __inb1: bool = {
+          let __first: i64 = {
+            let __it: i64 = 0;
+            b_ptrs_4_off + __it * __st4
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            b_ptrs_4_off + __it * __st4
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            b_ptrs_4_off + __it * __st4
+          };
+          let (__mn, __mx) = if __first < __last {
+            (__first, __last)
+          } else {
+            (__last, __first)
+          };
+          let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+          __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+            && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+        };
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
+          );
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::load(
+            __smem.add(20544usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          if __n > 0 {
+            let mut __pi: i64 = 0;
+            while __pi < 2i64 {
+              if __pi < __n {
+                {
+                  let __it: i64 = __pi;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __pi as usize;
                   {
-                    let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
-                    let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
-                    ::kernel_std::__private::device::wgmma_fence();
-                    ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
-                      8usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut acc_5, __da + 0u64, __db + 0u64);
-                    ::kernel_std::__private::device::wgmma_commit();
-                  }
-                  let __nx: i64 = __ci + 2i64;
-                  if __nx < __n {
+                    let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                    let __dst: usize = 0usize + __buf * 5120usize;
                     {
-                      let __it: i64 = __nx;
-                      let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __nbu as usize;
-                      {
-                        let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                        let __dst: usize = 0usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                __pb0[0usize],
-                              );
-                              if __pb0[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
                           );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x6 = (0i32)
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
                               .wrapping_add(
                                 ({
-                                  let __pf: usize = (__f0);
+                                  let __pf: usize = (__f0 + __i);
                                   0usize + ((__pf / 1usize) % 16usize) * 1usize
                                 }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
                               __p_K,
                               <i32 as ::kernel_std::__private::device::Num>::mul(
                                 k_6,
@@ -3139,41 +2180,33 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                   16i64,
                                 ),
                               ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -3181,126 +2214,77 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                                     }) as i32,
                                   ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_a_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(0u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              128i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                              }) as i32,
-                                            ),
-                                        ),
-                                        __p_M,
-                                      ),
-                                      __p_K,
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                ),
-                                __off0,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_a_ptr,
-                                  __len_a_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
                         }
                       }
-                      {
-                        let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                        let __dst: usize = 4096usize + __buf * 5120usize;
-                        {
-                          let __c: usize = 0usize * 256usize + __tid;
-                          if __c < 32usize {
-                            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                              __c * 8,
-                            );
-                            let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              {
-                                let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  __pb1[0usize],
-                                );
-                                if __pb1[0usize]
-                                  != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                                {
-                                  __b
-                                } else {
-                                  __b.map_addr(|__a| __a | 1)
-                                }
-                              },
-                              __off1,
-                            );
-                            let __so: usize = __dst
-                              + (({
-                                let __sf: usize = __f0;
-                                ({
-                                  let __r: usize = __sf / 16usize;
-                                  __r * 16usize
-                                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                                }) + __sf % 8
-                              })) * 2;
-                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          ),
+                          __off1,
+                        );
+                        let __so: usize = __dst + __so1[0usize] as usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                               (0i32)
                                 .wrapping_add(
                                   ({
-                                    let __pf: usize = (__f0);
+                                    let __pf: usize = (__f0 + __i);
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
@@ -3313,1504 +2297,2413 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                   ),
                                 ),
                               ),
-                            )
-                              && (__inb1
-                                || ::kernel_std::__private::device::fits(
-                                  __g,
-                                  ::kernel_std::__private::device::opaque_usize(
-                                    __p_b_ptr as usize,
-                                  ) as *mut _,
-                                  __len_b_ptr,
-                                  8usize,
-                                ))
-                              && ::kernel_std::__private::device::cp_async_pieces::<
-                                16,
-                              >(
-                                ::kernel_std::__private::device::smem_addr() + __so as u32,
-                                __g as *const u8,
-                              ))
-                            {
-                              let __sp = __smem.add(__so)
-                                as *mut ::kernel_std::__private::device::F16;
-                              let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_6,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        16i64,
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
                                       ),
-                                    ),
+                                    __p_N,
                                   ),
-                                );
-                                let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    __p_b_ptr,
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
                                     <i32 as ::kernel_std::__private::device::Num>::add(
                                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                        __p_N,
-                                      ),
-                                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                                            ::kernel_std::__private::device::program_id(1u32),
-                                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                              16i64,
-                                            ),
-                                          ),
-                                          (0i32)
-                                            .wrapping_add(
-                                              ({
-                                                let __pf: usize = (__f0 + __i);
-                                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                              }) as i32,
-                                            ),
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
                                         ),
-                                        __p_N,
                                       ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
                                     ),
+                                    __p_N,
                                   ),
-                                  __off1,
-                                );
-                                let __k: bool = __m
-                                  && ::kernel_std::__private::device::fits(
-                                    __a,
-                                    __p_b_ptr,
-                                    __len_b_ptr,
-                                    1,
-                                  );
-                                if __m && !__k && __badp.is_null() {
-                                  __badp = __a;
-                                }
-                                ::kernel_std::__private::device::store(
-                                  __sp.add(__i),
-                                  if __k {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  },
-                                );
-                                __i += 1;
-                              }
-                              if !__badp.is_null() {
-                                ::kernel_std::__private::device::note_fault_at(
-                                  __badp,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  __fnote,
-                                  1u32,
-                                  ::core::line!(),
-                                );
-                              }
-                            }
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
                           }
                         }
                       }
                     }
                   }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  __ci += 1;
-                  __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
-                  __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
                 }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n16::<
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              __pi += 1;
+            }
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __nbu: u32 = 2u32;
+            while __ci < __n {
+              ::kernel_std::__private::device::cp_async_wait_group::<
+                1u32,
+              >();
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+              let __cb: usize = __cbu as usize;
+              {
+                let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
                   8usize,
                   0usize,
-                >(&mut acc_5);
+                  0u32,
+                  1u32,
+                >(&mut acc_5, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              let __nx: i64 = __ci + 2i64;
+              if __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __nbu as usize;
+                  {
+                    let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                    let __dst: usize = 0usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x0 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x1 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          ),
+                          __off1,
+                        );
+                        let __so: usize = __dst + __so1[0usize] as usize;
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ) {
+                          ::kernel_std::__private::device::cp_async_16(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          );
+                        } else {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __m {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n16::<
+              8usize,
+              0usize,
+            >(&mut acc_5);
+          }
+        } else {
+          ::core::hint::cold_path();
+          if __n > 0 {
+            let mut __pi: i64 = 0;
+            while __pi < 2i64 {
+              if __pi < __n {
+                {
+                  let __it: i64 = __pi;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __pi as usize;
+                  {
+                    let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                    let __dst: usize = 0usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          {
+                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              __pb1[0usize],
+                            );
+                            if __pb1[0usize]
+                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                            {
+                              __b
+                            } else {
+                              __b.map_addr(|__a| __a | 1)
+                            }
+                          },
+                          __off1,
+                        );
+                        let __so: usize = __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2;
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                          && (__inb1
+                            || ::kernel_std::__private::device::fits(
+                              __g,
+                              ::kernel_std::__private::device::opaque_usize(
+                                __p_b_ptr as usize,
+                              ) as *mut _,
+                              __len_b_ptr,
+                              8usize,
+                            ))
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          ))
+                        {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
+                          }
+                          if !__badp.is_null() {
+                            ::kernel_std::__private::device::record_fault_at(
+                              __badp,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            );
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              __pi += 1;
+            }
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __nbu: u32 = 2u32;
+            while __ci < __n {
+              ::kernel_std::__private::device::cp_async_wait_group::<
+                1u32,
+              >();
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+              let __cb: usize = __cbu as usize;
+              {
+                let __da: u64 = __da0 + ((__cb as u32) * 320u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 320u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n16k16_f16::<
+                  8usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut acc_5, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              let __nx: i64 = __ci + 2i64;
+              if __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __nbu as usize;
+                  {
+                    let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                    let __dst: usize = 0usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_a_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(0u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          128i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 16usize) % 128usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_M,
+                                  ),
+                                  __p_K,
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                            ),
+                            __off0,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_a_ptr,
+                              __len_a_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                    let __dst: usize = 4096usize + __buf * 5120usize;
+                    {
+                      let __c: usize = 0usize * 256usize + __tid;
+                      if __c < 32usize {
+                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                          __c * 8,
+                        );
+                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          {
+                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              __pb1[0usize],
+                            );
+                            if __pb1[0usize]
+                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                            {
+                              __b
+                            } else {
+                              __b.map_addr(|__a| __a | 1)
+                            }
+                          },
+                          __off1,
+                        );
+                        let __so: usize = __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 16usize;
+                              __r * 16usize
+                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2;
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                          && (__inb1
+                            || ::kernel_std::__private::device::fits(
+                              __g,
+                              ::kernel_std::__private::device::opaque_usize(
+                                __p_b_ptr as usize,
+                              ) as *mut _,
+                              __len_b_ptr,
+                              8usize,
+                            ))
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
+                            ::kernel_std::__private::device::smem_addr() + __so as u32,
+                            __g as *const u8,
+                          ))
+                        {
+                          let __sp = __smem.add(__so)
+                            as *mut ::kernel_std::__private::device::F16;
+                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_6,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    16i64,
+                                  ),
+                                ),
+                              ),
+                            );
+                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                              ::kernel_std::__private::device::ptr_add(
+                                __p_b_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                    __p_N,
+                                  ),
+                                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                                        ::kernel_std::__private::device::program_id(1u32),
+                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                          16i64,
+                                        ),
+                                      ),
+                                      (0i32)
+                                        .wrapping_add(
+                                          ({
+                                            let __pf: usize = (__f0 + __i);
+                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                          }) as i32,
+                                        ),
+                                    ),
+                                    __p_N,
+                                  ),
+                                ),
+                              ),
+                              __off1,
+                            );
+                            let __k: bool = __m
+                              && ::kernel_std::__private::device::fits(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                1,
+                              );
+                            if __m && !__k && __badp.is_null() {
+                              __badp = __a;
+                            }
+                            ::kernel_std::__private::device::store(
+                              __sp.add(__i),
+                              if __k {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            );
+                            __i += 1;
+                          }
+                          if !__badp.is_null() {
+                            ::kernel_std::__private::device::record_fault_at(
+                              __badp,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              __fault,
+                              __tag,
+                              1u32,
+                              ::core::line!(),
+                            );
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n16::<
+              8usize,
+              0usize,
+            >(&mut acc_5);
+          }
+        }
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::bar_sync();
+        if __tid == 0 {
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20480usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20488usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20496usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20504usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20512usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20520usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20528usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 20536usize as u32,
+          );
+        }
+        a_ptrs_3_off += __n * __st3;
+        b_ptrs_4_off += __n * __st4;
+        ::kernel_std::__private::device::outline(move || {
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 0usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
               }
             }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::bar_sync();
-            if __tid == 0 {
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20480usize as u32,
+          }
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 0usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
               );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20488usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20496usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20504usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20512usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20520usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20528usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 20536usize as u32,
-              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
             }
-            a_ptrs_3_off += __n * __st3;
-            b_ptrs_4_off += __n * __st4;
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  {
-                    let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 0usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 0usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 3usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 1usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
                           ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 1usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 1usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        f32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 0usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 3usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 1usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        f32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 4usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 8usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 5usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 9usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        f32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 6usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 8usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 7usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-                        + (__warp % 4) * 16 + __lane / 4) * 16usize
-                        + ((__warp / 4) % 1usize) * 16usize + 9usize
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 16usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                      __sv[__v] = acc_5[__j];
-                      __sm[__v] = true;
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        f32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                  }
-                },
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
               );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+          }
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 4usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
               );
-            });
-            return;
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 5usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
           }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20480usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20488usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20496usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20504usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20512usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20520usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20528usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 20536usize as u32,
-            );
+          {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 6usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 8usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 7usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+                + (__warp % 4) * 16 + __lane / 4) * 16usize
+                + ((__warp / 4) % 1usize) * 16usize + 9usize
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = true;
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
           }
-          a_ptrs_3_off += __n * __st3;
-          b_ptrs_4_off += __n * __st4;
-        }
+        });
+        return;
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20480usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20488usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20496usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20504usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20512usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20520usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20528usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 20536usize as u32,
+        );
+      }
+      a_ptrs_3_off += __n * __st3;
+      b_ptrs_4_off += __n * __st4;
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 0usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 1usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 0usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 1usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
         }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 0usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 1usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 2usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 3usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 8usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 9usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
         }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 8usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 16usize
-              + ((__warp / 4) % 1usize) * 16usize + 9usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 4usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 5usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 6usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 7usize;
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+          + (__warp % 4) * 16 + __lane / 4) * 16usize
+          + ((__warp / 4) % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "hopper_reader_barriers"))]

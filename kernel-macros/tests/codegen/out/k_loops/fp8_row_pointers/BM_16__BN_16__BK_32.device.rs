@@ -31,659 +31,682 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 16usize + (__warp % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (1i32),
-            ),
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st3: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64));
+      let __st4: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+          __p_N,
+        ),
+      );
+      let mut __pb0: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__p0, __ct) = {
+          let __q0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_a_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_K,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
           );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
+          (
+            __q0,
+            true
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 1usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 2usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 3usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 4usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 5usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 6usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+          )
+        };
+        __pb0[0usize] = if __ct {
+          __p0
+        } else {
+          __p0.map_addr(|__a| __a | (1usize << 63))
+        };
+      }
+      {
+        let __c: usize = 1usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__p0, __ct) = {
+          let __q0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_a_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_K,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                }) as i32,
+              ),
           );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
-          } else {
-            0
-          };
-          let __st3: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64));
-          let __st4: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                32i64,
+          (
+            __q0,
+            true
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 1usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 2usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 3usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 4usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 5usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 6usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+          )
+        };
+        __pb0[1usize] = if __ct {
+          __p0
+        } else {
+          __p0.map_addr(|__a| __a | (1usize << 63))
+        };
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let mut __pb1: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__p0, __ct) = {
+          let __q0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_b_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 16usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
               ),
               __p_N,
             ),
           );
-          let mut __pb0: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __lo0: i64 = i64::MAX;
-          let mut __hi0: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__p0, __ct) = {
-              let __q0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              (
-                __q0,
-                true
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 1usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 2usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 3usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 4usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 5usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 6usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 7usize * 1usize,
-              )
-            };
-            __pb0[0usize] = if __ct {
-              __p0
-            } else {
-              __p0.map_addr(|__a| __a | (1usize << 63))
-            };
-          }
-          {
-            let __c: usize = 1usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__p0, __ct) = {
-              let __q0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 32usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ),
-                    __p_K,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              (
-                __q0,
-                true
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 1usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 2usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 3usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 4usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 5usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 6usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ) as usize) == (__q0 as usize) + 7usize * 1usize,
-              )
-            };
-            __pb0[1usize] = if __ct {
-              __p0
-            } else {
-              __p0.map_addr(|__a| __a | (1usize << 63))
-            };
-          }
-          if __nc || !__al {
-            __lo0 = i64::MAX;
-            __hi0 = i64::MIN;
-          }
-          let mut __pb1: [*mut ::kernel_std::__private::device::F8E4M3; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __lo1: i64 = i64::MAX;
-          let mut __hi1: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__p0, __ct) = {
-              let __q0 = ::kernel_std::__private::device::ptr_add(
+          (
+            __q0,
+            true
+              && (::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 16usize) % 32usize) * 1usize
                         }) as i32,
                       ),
@@ -701,268 +724,22 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_N,
                 ),
-              );
-              (
-                __q0,
-                true
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 1usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 2usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 3usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 4usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 5usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 6usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 7usize * 1usize,
-              )
-            };
-            __pb1[0usize] = if __ct {
-              __p0
-            } else {
-              __p0.map_addr(|__a| __a | (1usize << 63))
-            };
-          }
-          {
-            let __c: usize = 1usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__p0, __ct) = {
-              let __q0 = ::kernel_std::__private::device::ptr_add(
+              ) as usize) == (__q0 as usize) + 1usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 2usize);
                           0usize + ((__pf / 16usize) % 32usize) * 1usize
                         }) as i32,
                       ),
@@ -980,645 +757,646 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 2usize);
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_N,
                 ),
-              );
-              (
-                __q0,
-                true
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+              ) as usize) == (__q0 as usize) + 2usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
                       ),
                     ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 1usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 3usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
                       ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 2usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
                       ),
                     ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 3usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 4usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
                       ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 4usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
                       ),
                     ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 5usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 5usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
                       ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  ) as usize) == (__q0 as usize) + 6usize * 1usize
-                  && (::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
                       ),
                     ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
                       ),
-                      __p_N,
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 6usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
                     ),
-                  ) as usize) == (__q0 as usize) + 7usize * 1usize,
-              )
-            };
-            __pb1[1usize] = if __ct {
-              __p0
-            } else {
-              __p0.map_addr(|__a| __a | (1usize << 63))
-            };
-          }
-          if __nc || !__al {
-            __lo1 = i64::MAX;
-            __hi1 = i64::MIN;
-          }
-          let mut __pi: i64 = 0;
-          while __pi < 1i64 {
-            if __pi < __n {
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+          )
+        };
+        __pb1[0usize] = if __ct {
+          __p0
+        } else {
+          __p0.map_addr(|__a| __a | (1usize << 63))
+        };
+      }
+      {
+        let __c: usize = 1usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__p0, __ct) = {
+          let __q0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_b_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 16usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+          );
+          (
+            __q0,
+            true
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 1usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 2usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 3usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 4usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 5usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 6usize * 1usize
+              && (::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ) as usize) == (__q0 as usize) + 7usize * 1usize,
+          )
+        };
+        __pb1[1usize] = if __ct {
+          __p0
+        } else {
+          __p0.map_addr(|__a| __a | (1usize << 63))
+        };
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let mut __pi: i64 = 0;
+      while __pi < 1i64 {
+        if __pi < __n {
+          {
+            let __it: i64 = __pi;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __buf: usize = __pi as usize;
+            {
+              let __off0: i64 = a_ptrs_3_off + __it * __st3;
+              let __dst: usize = 4096usize + __buf * 1024usize;
+              let mut __slow: u32 = 0;
               {
-                let __it: i64 = __pi;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __pi as usize;
-                {
-                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                  let __dst: usize = 4096usize + __buf * 1024usize;
-                  let mut __slow: u32 = 0;
-                  {
-                    let __c: usize = 0usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                let __c: usize = 0usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb0[0usize],
+                  __off0,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb0[0usize],
-                      __off0,
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __so: usize = __dst + (__c * 8);
-                    if !({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    }
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 0usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb0[1usize],
-                      __off0,
-                    );
-                    let __so: usize = __dst + (__c * 8);
-                    if !({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    }
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  while __slow != 0 {
-                    let __c: usize = (__slow.trailing_zeros() as usize)
-                      * 32usize + __tid;
-                    __slow &= __slow - 1;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __sp = __smem.add(__dst + (__c * 8))
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::note_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
-                  }
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
                 }
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_a_ptr as usize,
+                    ) as *mut _,
+                    __len_a_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
                 {
-                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                  let __dst: usize = 4608usize + __buf * 1024usize;
-                  let mut __slow: u32 = 0;
-                  {
-                    let __c: usize = 0usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                  __slow |= (1 as u32) << 0usize;
+                }
+              }
+              {
+                let __c: usize = 1usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb0[1usize],
+                  __off0,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb1[0usize],
-                      __off1,
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __so: usize = __dst + (__c * 8);
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
+                }
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_a_ptr as usize,
+                    ) as *mut _,
+                    __len_a_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
+                {
+                  __slow |= (1 as u32) << 1usize;
+                }
+              }
+              while __slow != 0 {
+                let __c: usize = (__slow.trailing_zeros() as usize)
+                  * 32usize + __tid;
+                __slow &= __slow - 1;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __sp = __smem.add(__dst + (__c * 8))
+                  as *mut ::kernel_std::__private::device::F8E4M3;
+                let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  8,
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
                       ),
-                    )
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 0usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb1[1usize],
-                      __off1,
-                    );
-                    let __so: usize = __dst + (__c * 8);
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  while __slow != 0 {
-                    let __c: usize = (__slow.trailing_zeros() as usize)
-                      * 32usize + __tid;
-                    __slow &= __slow - 1;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __sp = __smem.add(__dst + (__c * 8))
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
+                                ::kernel_std::__private::device::program_id(0u32),
                                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                   16i64,
                                 ),
@@ -1627,537 +1405,539 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_N,
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::note_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __off0,
+                  );
+                  let __k: bool = __m
+                    && ::kernel_std::__private::device::fits(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      1,
+                    );
+                  if __m && !__k && __badp.is_null() {
+                    __badp = __a;
                   }
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    if __k {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                  __i += 1;
+                }
+                if !__badp.is_null() {
+                  ::kernel_std::__private::device::record_fault_at(
+                    __badp,
+                    __p_a_ptr,
+                    __len_a_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  );
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
-            __pi += 1;
-          }
-          let mut __ci: i64 = 0;
-          let mut __cbu: u32 = 0;
-          let mut __nbu: u32 = 1u32;
-          while __ci < __n {
-            ::kernel_std::__private::device::cp_async_wait_group::<0u32>();
-            let __cb: usize = __cbu as usize;
             {
-              let __pr: usize = (__ci & 1) as usize;
+              let __off1: i64 = b_ptrs_4_off + __it * __st4;
+              let __dst: usize = 4608usize + __buf * 1024usize;
+              let mut __slow: u32 = 0;
               {
                 let __c: usize = 0usize * 32usize + __tid;
                 let __f0: usize = ::kernel_std::__private::device::opaque_usize(
                   __c * 8,
                 );
-                ::kernel_std::__private::device::widen_shared::<
-                  ::kernel_std::__private::device::F8E4M3,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (4096usize + __cb * 1024usize + __c * 8) as u32,
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __pr * 2048usize
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2) as u32,
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb1[0usize],
+                  __off1,
                 );
-              }
-              {
-                let __c: usize = 1usize * 32usize + __tid;
-                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                  __c * 8,
-                );
-                ::kernel_std::__private::device::widen_shared::<
-                  ::kernel_std::__private::device::F8E4M3,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (4096usize + __cb * 1024usize + __c * 8) as u32,
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __pr * 2048usize
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2) as u32,
-                );
-              }
-              {
-                let __c: usize = 0usize * 32usize + __tid;
-                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                  __c * 8,
-                );
-                ::kernel_std::__private::device::widen_shared::<
-                  ::kernel_std::__private::device::F8E4M3,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (4608usize + __cb * 1024usize + __c * 8) as u32,
-                  ::kernel_std::__private::device::smem_addr()
-                    + (1024usize + __pr * 2048usize
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 16usize;
-                          __r * 16usize
-                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2) as u32,
-                );
-              }
-              {
-                let __c: usize = 1usize * 32usize + __tid;
-                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                  __c * 8,
-                );
-                ::kernel_std::__private::device::widen_shared::<
-                  ::kernel_std::__private::device::F8E4M3,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (4608usize + __cb * 1024usize + __c * 8) as u32,
-                  ::kernel_std::__private::device::smem_addr()
-                    + (1024usize + __pr * 2048usize
-                      + (({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 16usize;
-                          __r * 16usize
-                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) + __sf % 8
-                      })) * 2) as u32,
-                );
-              }
-            }
-            ::kernel_std::__private::device::bar_sync();
-            let __cb: usize = (__ci & 1) as usize;
-            let __nx: i64 = __ci + 1i64;
-            if __nx < __n {
-              {
-                let __it: i64 = __nx;
-                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __buf: usize = __nbu as usize;
+                let __so: usize = __dst + (__c * 8);
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  ),
+                )
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_b_ptr as usize,
+                    ) as *mut _,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
                 {
-                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                  let __dst: usize = 4096usize + __buf * 1024usize;
-                  let mut __slow: u32 = 0;
-                  {
-                    let __c: usize = 0usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb0[0usize],
-                      __off0,
-                    );
-                    let __so: usize = __dst + (__c * 8);
-                    if !({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                  __slow |= (1 as u32) << 0usize;
+                }
+              }
+              {
+                let __c: usize = 1usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb1[1usize],
+                  __off1,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  ),
+                )
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_b_ptr as usize,
+                    ) as *mut _,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
+                {
+                  __slow |= (1 as u32) << 1usize;
+                }
+              }
+              while __slow != 0 {
+                let __c: usize = (__slow.trailing_zeros() as usize)
+                  * 32usize + __tid;
+                __slow &= __slow - 1;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __sp = __smem.add(__dst + (__c * 8))
+                  as *mut ::kernel_std::__private::device::F8E4M3;
+                let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  8,
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    }
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 0usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb0[1usize],
-                      __off0,
-                    );
-                    let __so: usize = __dst + (__c * 8);
-                    if !({
-                      let __x3 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x4 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
+                      ),
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
-                        )
-                    }
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_a_ptr as usize,
-                        ) as *mut _,
-                        __len_a_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  while __slow != 0 {
-                    let __c: usize = (__slow.trailing_zeros() as usize)
-                      * 32usize + __tid;
-                    __slow &= __slow - 1;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __sp = __smem.add(__dst + (__c * 8))
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_N,
                         ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
                           (0i32)
                             .wrapping_add(
                               ({
                                 let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
                               }) as i32,
                             ),
                         ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::note_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                        __p_N,
+                      ),
+                    ),
+                    __off1,
+                  );
+                  let __k: bool = __m
+                    && ::kernel_std::__private::device::fits(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      1,
+                    );
+                  if __m && !__k && __badp.is_null() {
+                    __badp = __a;
                   }
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    if __k {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                  __i += 1;
                 }
+                if !__badp.is_null() {
+                  ::kernel_std::__private::device::record_fault_at(
+                    __badp,
+                    __p_b_ptr,
+                    __len_b_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        __pi += 1;
+      }
+      let mut __ci: i64 = 0;
+      let mut __cbu: u32 = 0;
+      let mut __nbu: u32 = 1u32;
+      while __ci < __n {
+        ::kernel_std::__private::device::cp_async_wait_group::<0u32>();
+        let __cb: usize = __cbu as usize;
+        {
+          let __pr: usize = (__ci & 1) as usize;
+          {
+            let __c: usize = 0usize * 32usize + __tid;
+            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+              __c * 8,
+            );
+            ::kernel_std::__private::device::widen_shared::<
+              ::kernel_std::__private::device::F8E4M3,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (4096usize + __cb * 1024usize + __c * 8) as u32,
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __pr * 2048usize
+                  + (({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  })) * 2) as u32,
+            );
+          }
+          {
+            let __c: usize = 1usize * 32usize + __tid;
+            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+              __c * 8,
+            );
+            ::kernel_std::__private::device::widen_shared::<
+              ::kernel_std::__private::device::F8E4M3,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (4096usize + __cb * 1024usize + __c * 8) as u32,
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __pr * 2048usize
+                  + (({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  })) * 2) as u32,
+            );
+          }
+          {
+            let __c: usize = 0usize * 32usize + __tid;
+            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+              __c * 8,
+            );
+            ::kernel_std::__private::device::widen_shared::<
+              ::kernel_std::__private::device::F8E4M3,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (4608usize + __cb * 1024usize + __c * 8) as u32,
+              ::kernel_std::__private::device::smem_addr()
+                + (1024usize + __pr * 2048usize
+                  + (({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 16usize;
+                      __r * 16usize
+                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                    }) + __sf % 8
+                  })) * 2) as u32,
+            );
+          }
+          {
+            let __c: usize = 1usize * 32usize + __tid;
+            let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+              __c * 8,
+            );
+            ::kernel_std::__private::device::widen_shared::<
+              ::kernel_std::__private::device::F8E4M3,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (4608usize + __cb * 1024usize + __c * 8) as u32,
+              ::kernel_std::__private::device::smem_addr()
+                + (1024usize + __pr * 2048usize
+                  + (({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 16usize;
+                      __r * 16usize
+                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                    }) + __sf % 8
+                  })) * 2) as u32,
+            );
+          }
+        }
+        ::kernel_std::__private::device::bar_sync();
+        let __cb: usize = (__ci & 1) as usize;
+        let __nx: i64 = __ci + 1i64;
+        if __nx < __n {
+          {
+            let __it: i64 = __nx;
+            let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __buf: usize = __nbu as usize;
+            {
+              let __off0: i64 = a_ptrs_3_off + __it * __st3;
+              let __dst: usize = 4096usize + __buf * 1024usize;
+              let mut __slow: u32 = 0;
+              {
+                let __c: usize = 0usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb0[0usize],
+                  __off0,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    );
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
+                }
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_a_ptr as usize,
+                    ) as *mut _,
+                    __len_a_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
                 {
-                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                  let __dst: usize = 4608usize + __buf * 1024usize;
-                  let mut __slow: u32 = 0;
-                  {
-                    let __c: usize = 0usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
+                  __slow |= (1 as u32) << 0usize;
+                }
+              }
+              {
+                let __c: usize = 1usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb0[1usize],
+                  __off0,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !({
+                  let __x3 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb1[0usize],
-                      __off1,
+                  let __x4 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
                     );
-                    let __so: usize = __dst + (__c * 8);
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x4,
+                      __c5,
+                    )
+                }
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_a_ptr as usize,
+                    ) as *mut _,
+                    __len_a_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
+                {
+                  __slow |= (1 as u32) << 1usize;
+                }
+              }
+              while __slow != 0 {
+                let __c: usize = (__slow.trailing_zeros() as usize)
+                  * 32usize + __tid;
+                __slow &= __slow - 1;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __sp = __smem.add(__dst + (__c * 8))
+                  as *mut ::kernel_std::__private::device::F8E4M3;
+                let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  8,
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
                         ),
                       ),
-                    )
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 0usize;
-                    }
-                  }
-                  {
-                    let __c: usize = 1usize * 32usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                      __pb1[1usize],
-                      __off1,
-                    );
-                    let __so: usize = __dst + (__c * 8);
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 16usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_6,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
-                    )
-                      && ::kernel_std::__private::device::fits(
-                        __g,
-                        ::kernel_std::__private::device::opaque_usize(
-                          __p_b_ptr as usize,
-                        ) as *mut _,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        8,
-                      >(
-                        ::kernel_std::__private::device::smem_addr() + __so as u32,
-                        __g as *const u8,
-                      ))
-                    {
-                      __slow |= (1 as u32) << 1usize;
-                    }
-                  }
-                  while __slow != 0 {
-                    let __c: usize = (__slow.trailing_zeros() as usize)
-                      * 32usize + __tid;
-                    __slow &= __slow - 1;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    let __sp = __smem.add(__dst + (__c * 8))
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 16usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_N,
-                            ),
-                          ),
                           <i32 as ::kernel_std::__private::device::Num>::rem(
                             <i32 as ::kernel_std::__private::device::Num>::add(
                               <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
+                                ::kernel_std::__private::device::program_id(0u32),
                                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                                   16i64,
                                 ),
@@ -2166,80 +1946,324 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
                             ),
-                            __p_N,
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::note_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __off0,
+                  );
+                  let __k: bool = __m
+                    && ::kernel_std::__private::device::fits(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      1,
+                    );
+                  if __m && !__k && __badp.is_null() {
+                    __badp = __a;
                   }
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    if __k {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                  __i += 1;
+                }
+                if !__badp.is_null() {
+                  ::kernel_std::__private::device::record_fault_at(
+                    __badp,
+                    __p_a_ptr,
+                    __len_a_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  );
                 }
               }
             }
-            ::kernel_std::__private::device::cp_async_commit();
             {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 2048usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __cb * 2048usize + 1024usize) as u32;
+              let __off1: i64 = b_ptrs_4_off + __it * __st4;
+              let __dst: usize = 4608usize + __buf * 1024usize;
+              let mut __slow: u32 = 0;
+              {
+                let __c: usize = 0usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb1[0usize],
+                  __off1,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  ),
+                )
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_b_ptr as usize,
+                    ) as *mut _,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
+                {
+                  __slow |= (1 as u32) << 0usize;
+                }
+              }
+              {
+                let __c: usize = 1usize * 32usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                  __pb1[1usize],
+                  __off1,
+                );
+                let __so: usize = __dst + (__c * 8);
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 16usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_6,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  ),
+                )
+                  && ::kernel_std::__private::device::fits(
+                    __g,
+                    ::kernel_std::__private::device::opaque_usize(
+                      __p_b_ptr as usize,
+                    ) as *mut _,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    8,
+                  >(
+                    ::kernel_std::__private::device::smem_addr() + __so as u32,
+                    __g as *const u8,
+                  ))
+                {
+                  __slow |= (1 as u32) << 1usize;
+                }
+              }
+              while __slow != 0 {
+                let __c: usize = (__slow.trailing_zeros() as usize)
+                  * 32usize + __tid;
+                __slow &= __slow - 1;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                let __sp = __smem.add(__dst + (__c * 8))
+                  as *mut ::kernel_std::__private::device::F8E4M3;
+                let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                  8,
+                );
+                let mut __i: usize = 0;
+                while __i < __ne {
+                  let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 16usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                    ),
+                  );
+                  let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                    __off1,
+                  );
+                  let __k: bool = __m
+                    && ::kernel_std::__private::device::fits(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      1,
+                    );
+                  if __m && !__k && __badp.is_null() {
+                    __badp = __a;
+                  }
+                  ::kernel_std::__private::device::store(
+                    __sp.add(__i),
+                    if __k {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                  __i += 1;
+                }
+                if !__badp.is_null() {
+                  ::kernel_std::__private::device::record_fault_at(
+                    __badp,
+                    __p_b_ptr,
+                    __len_b_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + __cb * 2048usize) as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + __cb * 2048usize + 1024usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 16usize
+                          + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) * 2) as u32,
+                  );
                   ::kernel_std::__private::device::unroll::<
                     1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
                       );
+                      acc_5[__b] = __d[0];
+                      acc_5[__b + 1] = __d[1];
+                      acc_5[__b + 2] = __d[2];
+                      acc_5[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -2247,697 +2271,621 @@ pub unsafe extern "ptx-kernel" fn fp8_row_pointers__BM_16__BN_16__BK_32(
                     _,
                   >(
                     #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 16usize
-                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) * 2) as u32,
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                          );
-                          acc_5[__b] = __d[0];
-                          acc_5[__b + 1] = __d[1];
-                          acc_5[__b + 2] = __d[2];
-                          acc_5[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                          );
-                          acc_5[__b] = __d[0];
-                          acc_5[__b + 1] = __d[1];
-                          acc_5[__b + 2] = __d[2];
-                          acc_5[__b + 3] = __d[3];
-                        },
-                      );
+                      acc_5[__b] = __d[0];
+                      acc_5[__b + 1] = __d[1];
+                      acc_5[__b + 2] = __d[2];
+                      acc_5[__b + 3] = __d[3];
                     },
                   );
                 },
               );
-            }
-            __ci += 1;
-            __cbu = if __cbu + 1 == 2u32 { 0 } else { __cbu + 1 };
-            __nbu = if __nbu + 1 == 2u32 { 0 } else { __nbu + 1 };
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          a_ptrs_3_off += __n * __st3;
-          b_ptrs_4_off += __n * __st4;
+            },
+          );
         }
+        __ci += 1;
+        __cbu = if __cbu + 1 == 2u32 { 0 } else { __cbu + 1 };
+        __nbu = if __nbu + 1 == 2u32 { 0 } else { __nbu + 1 };
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      a_ptrs_3_off += __n * __st3;
+      b_ptrs_4_off += __n * __st4;
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 0usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 1usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
         }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 2usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 0usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 3usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 1usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
         }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
         {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = true;
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 4usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 5usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
+    {
+      let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+      let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+      let mut __sm: [bool; 2usize] = [false; 2usize];
+      {
+        let __v: usize = 0usize;
+        let __j: usize = 6usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 8usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      {
+        let __v: usize = 1usize;
+        let __j: usize = 7usize;
+        let __f: usize = ((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+          * 16usize + (__warp % 1usize) * 16usize + 9usize + (__lane % 4) * 2;
+        __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_c_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_N,
+            ),
+          ),
+          <i32 as ::kernel_std::__private::device::Num>::rem(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_N,
+          ),
+        );
+        __sv[__v] = acc_5[__j];
+        __sm[__v] = true;
+      }
+      if true && __sm[0usize] && __sm[1usize] && (__sp[0] as usize) % 8usize == 0
+        && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          2usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 2usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "fp8_row_pointers"))]

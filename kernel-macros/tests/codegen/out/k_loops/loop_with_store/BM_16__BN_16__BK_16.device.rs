@@ -31,18 +31,47 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+      );
+      let __step: i32 = (1i32);
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k_6: i32 = __i;
+        let mut __mma3: [f32; 8usize] = [0.0f32; 8usize];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -53,1360 +82,378 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 16usize + (__warp % 1usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
+            __mma3[__j] = acc_5[__j];
           },
         );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (1i32),
-            ),
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
-          );
-          let __step: i32 = (1i32);
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k_6: i32 = __i;
-            let mut __mma3: [f32; 8usize] = [0.0f32; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-                  + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                __mma3[__j] = acc_5[__j];
-              },
-            );
-            for __jc in 0..1usize {
-              let __c = __jc * 32usize + __tid;
-              if __c < 32usize {
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
-                  ({
-                    let __r: usize = __sf / 16usize;
-                    __r * 16usize
-                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                  }) + __sf % 8
-                });
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
+        for __jc in 0..1usize {
+          let __c = __jc * 32usize + __tid;
+          if __c < 32usize {
+            let __f0 = __c * 8;
+            let __s0: usize = ({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 16usize;
+                __r * 16usize
+                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+              }) + __sf % 8
+            });
+            let __p0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
                           ),
-                          __p_M,
                         ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
                           ),
-                          __p_M,
-                        ),
-                        __p_K,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
+                      __p_M,
                     ),
+                    __p_K,
                   ),
-                  a_ptrs_3_off,
-                );
-                let __p2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p4 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p5 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p6 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                let __all = {
-                  let __x0 = (0i32)
+                  (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
-                    );
-                  let __x1 = (0i32)
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p4 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p5 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p6 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __p7 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_K,
+                  ),
+                  (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 7usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
-                    );
-                  let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                    __p_K,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      k_6,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
                     ),
-                  );
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                };
-                if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
-                  && (__p2 as usize) == (__p0 as usize) + 4usize
-                  && (__p3 as usize) == (__p0 as usize) + 6usize
-                  && (__p4 as usize) == (__p0 as usize) + 8usize
-                  && (__p5 as usize) == (__p0 as usize) + 10usize
-                  && (__p6 as usize) == (__p0 as usize) + 12usize
-                  && (__p7 as usize) == (__p0 as usize) + 14usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_a_ptr,
-                    __len_a_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
-                {
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 0usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 1usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 2usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 3usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 4usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 5usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 6usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 7usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_K,
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                        a_ptrs_3_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            for __jc in 0..1usize {
-              let __c = __jc * 32usize + __tid;
-              if __c < 32usize {
-                let __f0 = __c * 8;
-                let __s0: usize = ({
-                  let __sf: usize = __f0;
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            let __all = {
+              let __x0 = (0i32)
+                .wrapping_add(
                   ({
-                    let __r: usize = __sf / 16usize;
-                    __r * 16usize
-                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                  }) + __sf % 8
-                });
-                let __p0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
                 );
-                let __p1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
+              let __x1 = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
                 );
-                let __p2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
+              let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                __p_K,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  k_6,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
                   ),
-                  b_ptrs_4_off,
-                );
-                let __p3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
-                );
-                let __p4 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
-                );
-                let __p5 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
-                );
-                let __p6 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
-                );
-                let __p7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_b_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_N,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                  ),
-                  b_ptrs_4_off,
-                );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                    __p_K,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      k_6,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
-                );
-                if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
-                  && (__p2 as usize) == (__p0 as usize) + 4usize
-                  && (__p3 as usize) == (__p0 as usize) + 6usize
-                  && (__p4 as usize) == (__p0 as usize) + 8usize
-                  && (__p5 as usize) == (__p0 as usize) + 10usize
-                  && (__p6 as usize) == (__p0 as usize) + 12usize
-                  && (__p7 as usize) == (__p0 as usize) + 14usize
-                  && ::kernel_std::__private::device::fits(
-                    __p0,
-                    __p_b_ptr,
-                    __len_b_ptr,
-                    8usize,
-                  )
-                  && ::kernel_std::__private::device::cp_async_pieces::<
-                    16,
-                  >(
-                    ::kernel_std::__private::device::smem_addr()
-                      + (512usize + __s0 * 2) as u32,
-                    __p0 as *const u8,
-                  ))
+                ),
+              );
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
+                )
+            };
+            if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
+              && (__p2 as usize) == (__p0 as usize) + 4usize
+              && (__p3 as usize) == (__p0 as usize) + 6usize
+              && (__p4 as usize) == (__p0 as usize) + 8usize
+              && (__p5 as usize) == (__p0 as usize) + 10usize
+              && (__p6 as usize) == (__p0 as usize) + 12usize
+              && (__p7 as usize) == (__p0 as usize) + 14usize
+              && ::kernel_std::__private::device::fits(
+                __p0,
+                __p_a_ptr,
+                __len_a_ptr,
+                8usize,
+              )
+              && ::kernel_std::__private::device::cp_async_pieces::<
+                16,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __s0 * 2) as u32,
+                __p0 as *const u8,
+              ))
+            {
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 0usize),
                 {
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 0usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1414,75 +461,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 1usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 1usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1490,75 +538,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 2usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 2usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1566,75 +615,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 3usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 3usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1642,75 +692,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 4usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 4usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1718,75 +769,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 5usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 5usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1794,75 +846,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 6usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 6usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1870,75 +923,76 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
+                      ),
+                    ),
+                    a_ptrs_3_off,
                   );
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(512usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__s0 + 7usize),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 7usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -1946,293 +1000,87 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                                     0usize + ((__pf / 16usize) % 16usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_N,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
+                            __p_M,
                           ),
+                          __p_K,
                         ),
-                        b_ptrs_4_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_6,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
+                      ),
+                    ),
+                    a_ptrs_3_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 0usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + 512usize as u32;
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 16usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 16usize
-                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 4usize) % 2usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma3[__b],
-                              __mma3[__b + 1],
-                              __mma3[__b + 2],
-                              __mma3[__b + 3],
-                            ],
-                          );
-                          __mma3[__b] = __d[0];
-                          __mma3[__b + 1] = __d[1];
-                          __mma3[__b + 2] = __d[2];
-                          __mma3[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma3[__b],
-                              __mma3[__b + 1],
-                              __mma3[__b + 2],
-                              __mma3[__b + 3],
-                            ],
-                          );
-                          __mma3[__b] = __d[0];
-                          __mma3[__b + 1] = __d[1];
-                          __mma3[__b + 2] = __d[2];
-                          __mma3[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
                 },
               );
             }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 16usize + (__warp % 1usize) * 16usize
-                  + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                acc_5[__j] = __mma3[__j];
-              },
-            );
-            a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              a_ptrs_3_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-            );
-            b_ptrs_4_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              b_ptrs_4_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                  __p_N,
-                ),
-              ),
-            );
-            ::kernel_std::__private::device::bar_sync();
-            if __tid == 0 {
-              {
-                let __a = __p_c_ptr;
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1f64,
-                    ),
-                  );
-                }
-              }
-            }
-            ::kernel_std::__private::device::bar_sync();
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 16usize + (__warp % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              acc_5[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
+        ::kernel_std::__private::device::cp_async_wait_all();
+        for __jc in 0..1usize {
+          let __c = __jc * 32usize + __tid;
+          if __c < 32usize {
+            let __f0 = __c * 8;
+            let __s0: usize = ({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 16usize;
+                __r * 16usize
+                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+              }) + __sf % 8
+            });
+            let __p0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
                       ),
-                      __p_N,
-                    ),
+                    __p_N,
                   ),
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2245,175 +1093,1334 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = __f;
+                            let __pf: usize = (__f0 + 0usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         ),
                     ),
                     __p_N,
                   ),
-                );
-                __sv[__v] = ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut f32).add(__f),
-                  ),
-                );
-                __sm[__v] = true;
-              },
+                ),
+              ),
+              b_ptrs_4_off,
             );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-              && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
-              && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
-              && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
-              && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
+            let __p1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p4 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p5 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p6 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __p7 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_N,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(1u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                ),
+              ),
+              b_ptrs_4_off,
+            );
+            let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Num>::sub(
+                __p_K,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  k_6,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+            );
+            if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
+              && (__p2 as usize) == (__p0 as usize) + 4usize
+              && (__p3 as usize) == (__p0 as usize) + 6usize
+              && (__p4 as usize) == (__p0 as usize) + 8usize
+              && (__p5 as usize) == (__p0 as usize) + 10usize
+              && (__p6 as usize) == (__p0 as usize) + 12usize
+              && (__p7 as usize) == (__p0 as usize) + 14usize
               && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c_ptr,
-                __len_c_ptr,
+                __p0,
+                __p_b_ptr,
+                __len_b_ptr,
                 8usize,
               )
+              && ::kernel_std::__private::device::cp_async_pieces::<
+                16,
+              >(
+                ::kernel_std::__private::device::smem_addr()
+                  + (512usize + __s0 * 2) as u32,
+                __p0 as *const u8,
+              ))
             {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
-              }
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 0usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 1usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 2usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 3usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 4usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 5usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 6usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
+              ::kernel_std::__private::device::store(
+                (__smem.add(512usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__s0 + 7usize),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_N,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_4_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_6,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
+                },
+              );
             }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + 512usize as u32;
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 16usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 16usize
+                          + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 4usize) % 2usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma3[__b],
+                          __mma3[__b + 1],
+                          __mma3[__b + 2],
+                          __mma3[__b + 3],
+                        ],
+                      );
+                      __mma3[__b] = __d[0];
+                      __mma3[__b + 1] = __d[1];
+                      __mma3[__b + 2] = __d[2];
+                      __mma3[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma3[__b],
+                          __mma3[__b + 1],
+                          __mma3[__b + 2],
+                          __mma3[__b + 3],
+                        ],
+                      );
+                      __mma3[__b] = __d[0];
+                      __mma3[__b + 1] = __d[1];
+                      __mma3[__b + 2] = __d[2];
+                      __mma3[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 16usize + (__warp % 1usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_5[__j] = __mma3[__j];
           },
         );
+        a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          a_ptrs_3_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64)),
+        );
+        b_ptrs_4_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          b_ptrs_4_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                16i64,
+              ),
+              __p_N,
+            ),
+          ),
+        );
         ::kernel_std::__private::device::bar_sync();
+        if __tid == 0 {
+          {
+            let __a = __p_c_ptr;
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  1f64,
+                ),
+              );
+            }
+          }
+        }
+        ::kernel_std::__private::device::bar_sync();
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          acc_5[__j],
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              ::kernel_std::__private::device::F16,
+            >(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
+              ),
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+          && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c_ptr,
+            __len_c_ptr,
+            8usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            8usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "loop_with_store"))]

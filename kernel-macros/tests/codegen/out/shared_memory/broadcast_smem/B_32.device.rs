@@ -31,496 +31,797 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut tile_1: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true;
+    let mut tile_1: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            (__q0 as usize) % 4 == 0 && true
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                false,
+              )
+            } else if true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld0_all[__jc] = __ld0;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              tile_1[__j] = __ld0[__v];
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      tile_1 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut tile_1 = tile_1;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             2usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    4usize,
-                  )
-              } | false);
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !false,
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if true && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  tile_1[__j] = __ld0[__v];
-                },
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
               );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          tile_1 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut tile_1 = tile_1;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  tile_1[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_x,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                      ),
+              let __f: usize = __f0 + __v;
+              tile_1[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  };
-                }
-                __jc += 1;
-              }
-              tile_1
-            },
-          );
-        }
-        let mut scale_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              scale_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_v,
-                  (0i32).wrapping_add((__f) as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
+                if true
                   && ::kernel_std::__private::device::in_bounds(
                     __a,
-                    __p_v,
-                    __len_v,
-                    __fnote,
-                    1u32,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
                     ::core::line!(),
                   )
                 {
                   ::kernel_std::__private::device::load(__a)
                 } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    1f64,
-                  )
+                  <f32 as ::core::default::Default>::default()
                 }
               };
             }
-          },
-        );
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(128usize) as *mut f32).add(__f),
-                scale_2[__j],
-              );
+            __jc += 1;
+          }
+          tile_1
+        },
+      );
+    }
+    let mut scale_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          scale_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_v,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_v,
+                __len_v,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                1f64,
+              )
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
+          };
+        }
+      },
+    );
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(128usize) as *mut f32).add(__f),
+            scale_2[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
-          2usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = <f32 as ::kernel_std::__private::device::Num>::add(
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                tile_1[__j],
+                ::kernel_std::__private::device::load(
+                  (__smem.add(128usize) as *mut f32)
+                    .add({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }),
+                ),
+              ),
+              ::kernel_std::__private::device::load(
+                (__smem.add(128usize) as *mut f32)
+                  .add({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                  }),
+              ),
+            );
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 5u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 5u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(384usize) as *mut f32).add(__f),
+            scale_2[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(640usize) as *mut f32).add(__f),
+            __red1[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            ((__s0 as usize) % 4 == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_out,
+                __len_out,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
+                <f32 as ::kernel_std::__private::device::Num>::add(
                   <f32 as ::kernel_std::__private::device::Num>::mul(
                     tile_1[__j],
                     ::kernel_std::__private::device::load(
-                      (__smem.add(128usize) as *mut f32)
+                      (__smem.add(384usize) as *mut f32)
                         .add({
                           let __pf: usize = __f;
                           0usize + ((__pf / 1usize) % 32usize) * 1usize
@@ -528,299 +829,201 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                     ),
                   ),
                   ::kernel_std::__private::device::load(
-                    (__smem.add(128usize) as *mut f32)
+                    (__smem.add(384usize) as *mut f32)
                       .add({
                         let __pf: usize = __f;
                         0usize + ((__pf / 32usize) % 32usize) * 1usize
                       }),
                   ),
+                ),
+                ::kernel_std::__private::device::load(
+                  (__smem.add(640usize) as *mut f32)
+                    .add({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                    }),
+                ),
+              );
+              __sm[__v] = true;
+            },
+          );
+          if __vfast {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv, false);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
                 );
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                    1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
                 );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 7u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 5u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 5u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
                 );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_out,
+                __len_out,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
-              };
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(384usize) as *mut f32).add(__f),
-                scale_2[__j],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(640usize) as *mut f32).add(__f),
-                __red1[__j],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true;
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             2usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && ((1i64) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_out,
-                    __len_out,
-                    4usize,
-                  ))
-              } | false);
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
                         }) as i32,
                       ),
-                  );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
                     <f32 as ::kernel_std::__private::device::Num>::add(
                       <f32 as ::kernel_std::__private::device::Num>::mul(
                         tile_1[__j],
@@ -847,606 +1050,404 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                           0usize + ((__pf / 32usize) % 32usize) * 1usize
                         }),
                     ),
-                  );
-                  __sm[__v] = true;
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out,
-                    __len_out,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
+                  ),
+                );
               }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              tile_1[__j],
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out_t,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
                     ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out_t,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out_t,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out_t,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            ((__s0 as usize) % 4 == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_out_t,
+                __len_out_t,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out_t,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
                         }) as i32,
                       ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        <f32 as ::kernel_std::__private::device::Num>::add(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            tile_1[__j],
-                            ::kernel_std::__private::device::load(
-                              (__smem.add(384usize) as *mut f32)
-                                .add({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }),
-                            ),
-                          ),
-                          ::kernel_std::__private::device::load(
-                            (__smem.add(384usize) as *mut f32)
-                              .add({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }),
-                          ),
-                        ),
-                        ::kernel_std::__private::device::load(
-                          (__smem.add(640usize) as *mut f32)
-                            .add({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }),
-                        ),
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32)
+                  .add({
+                    let __tf: usize = __f;
+                    (__tf % 32usize) * 32usize + __tf / 32usize
+                  }),
+              );
+              __sm[__v] = true;
             },
           );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
+          if __vfast {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv, false);
+            } else {
+              if __sm[0usize] {
                 ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  tile_1[__j],
+                  __sp[0].add(0usize),
+                  __sv[0usize],
                 );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true;
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_out_t,
+                __len_out_t,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_out_t,
+                  __len_out_t,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_out_t,
+                  __len_out_t,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_out_t,
+                  __len_out_t,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_out_t,
+                  __len_out_t,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             2usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out_t,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out_t,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out_t,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out_t,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && ((1i64) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_out_t,
-                    __len_out_t,
-                    4usize,
-                  ))
-              } | false);
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out_t,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out_t,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
                         }) as i32,
                       ),
-                  );
-                  __sv[__v] = ::kernel_std::__private::device::load(
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out_t,
+                  __len_out_t,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::load(
                     (__smem.add(0usize) as *mut f32)
                       .add({
                         let __tf: usize = __f;
                         (__tf % 32usize) * 32usize + __tf / 32usize
                       }),
-                  );
-                  __sm[__v] = true;
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out_t,
-                    __len_out_t,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out_t,
-                      __len_out_t,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out_t,
-                      __len_out_t,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_out_t,
-                      __len_out_t,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_out_t,
-                      __len_out_t,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
+                  ),
+                );
               }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out_t,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out_t,
-                      __len_out_t,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::load(
-                        (__smem.add(0usize) as *mut f32)
-                          .add({
-                            let __tf: usize = __f;
-                            (__tf % 32usize) * 32usize + __tf / 32usize
-                          }),
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "broadcast_smem"))]

@@ -32,197 +32,28 @@ pub unsafe extern "ptx-kernel" fn dot_fma__B_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __dot0: [f32; 2usize] = [0.0f32; 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __dot0: [f32; 2usize] = [0.0f32; 2usize];
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(1024usize) as *mut f32).add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __row = __f / 16usize;
-                let __col = __f % 16usize;
-                let __pa = (__smem.add(0usize) as *mut f32)
-                  .add(__row * 16usize);
-                let __pb = (__smem.add(1024usize) as *mut f32).add(__col);
-                let mut __s: f32 = 0.0f32;
-                for __k in 0..16usize {
-                  let __x = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(__pa.add(__k)),
-                  );
-                  let __y = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(
-                      __pb.add(__k * 16usize),
-                    ),
-                  );
-                  __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-                }
-                __dot0[__j] = __s;
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    __p_c,
+                    __p_a,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
@@ -244,312 +75,483 @@ pub unsafe extern "ptx-kernel" fn dot_fma__B_16(
                       }) as i32,
                     ),
                 );
-                __sv[__v] = __dot0[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && ((1i64) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c,
-                __len_c,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __dot1: [f32; 2usize] = [0.0f32; 2usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
                 {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_h,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 8usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        (8i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 8usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_h,
-                      __len_h,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(256usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_h,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 16usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_h,
-                      __len_h,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __row = __f / 16usize;
-                let __col = __f % 16usize;
-                let __pa = (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__row * 8usize);
-                let __pb = (__smem.add(256usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__col);
-                let mut __s: f32 = 0.0f32;
-                for __k in 0..8usize {
-                  let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(__pa.add(__k)),
-                  );
-                  let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(
-                      __pb.add(__k * 16usize),
-                    ),
-                  );
-                  __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
                 }
-                __dot1[__j] = __s;
               },
             );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_d,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                __sv[__v] = __dot1[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && ((1i64) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_d,
-                __len_d,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_d,
-                  __len_d,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_d,
-                  __len_d,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(1024usize) as *mut f32).add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              },
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __row = __f / 16usize;
+            let __col = __f % 16usize;
+            let __pa = (__smem.add(0usize) as *mut f32).add(__row * 16usize);
+            let __pb = (__smem.add(1024usize) as *mut f32).add(__col);
+            let mut __s: f32 = 0.0f32;
+            for __k in 0..::kernel_std::__private::device::opaque_usize(
+              16usize,
+            ) {
+              let __x = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(__pa.add(__k)),
+              );
+              let __y = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(
+                  __pb.add(__k * 16usize),
+                ),
+              );
+              __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+            }
+            __dot0[__j] = __s;
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = __dot0[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c,
+            __len_c,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __dot1: [f32; 2usize] = [0.0f32; 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__f),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 8usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    (8i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 8usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_h,
+                  __len_h,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(256usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__f),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 16usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_h,
+                  __len_h,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __row = __f / 16usize;
+            let __col = __f % 16usize;
+            let __pa = (__smem.add(0usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__row * 8usize);
+            let __pb = (__smem.add(256usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__col);
+            let mut __s: f32 = 0.0f32;
+            for __k in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(__pa.add(__k)),
+              );
+              let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(
+                  __pb.add(__k * 16usize),
+                ),
+              );
+              __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+            }
+            __dot1[__j] = __s;
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_d,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = __dot1[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_d,
+            __len_d,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_d,
+              __len_d,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_d,
+              __len_d,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "dot_fma"))]

@@ -34,199 +34,996 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 8usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[f32; 8usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [f32; 8usize] = {
-              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                ),
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [f32; 8usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q4: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q5: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q6: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 64usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q7: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 64usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if true && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 28usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              8usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 8usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
                   __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [f32; 8usize] = __ld0_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            v_2[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 8usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 24u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          let __x = __red1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(1024usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 64usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red2: f32 = {
+      let __po = __smem.add(1024usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_out;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          3u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red2);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red3[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 24u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red4[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red4[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red5: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_i,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 7usize);
+                          let __pf: usize = __f;
                           0usize + ((__pf / 64usize) % 16usize) * 1usize
                         }) as i32,
                       ),
@@ -238,1196 +1035,375 @@ pub unsafe extern "ptx-kernel" fn reductions__R_16__C_64(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 7usize);
+                      let __pf: usize = __f;
                       0usize + ((__pf / 1usize) % 64usize) * 1usize
                     }) as i32,
                   ),
               );
-              if true && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 28usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_x,
-                  __len_x,
-                  8usize,
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_i,
+                  __len_i,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  f32,
-                  8usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__a)
               } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                ]
+                <i32 as ::core::default::Default>::default()
               }
             };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [f32; 8usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                v_2[__j] = __ld0[__v];
-              },
-            );
-          },
-        );
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 8usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                    7usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 24u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[7usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              let __x = __red1[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(1024usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 64usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red2: f32 = {
-          let __po = __smem.add(1024usize) as *mut f32;
-          let __o: usize = (0usize) * 2usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_out;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_out,
-              __len_out,
-              __fnote,
-              3u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, __red2);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 7u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red3[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                    7usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 24u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[7usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red4[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(__p_out, (1i32)),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red4[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red5: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_i,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_i,
-                      __len_i,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
             __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
               __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
+              (__x),
             );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 7u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              __red5[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out_i,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out_i,
-                  __len_out_i,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red5[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_h,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_h,
-                      __len_h,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                    7usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    __x,
-                  ),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 24u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[7usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red6[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out_h,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out_h,
-                  __len_out_h,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red6[__j]);
-                }
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red5[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_i,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_i,
+              __len_out_i,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red5[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_h,
+                  __len_h,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                __x,
+              ),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 24u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red6[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+              __a,
+            )
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out_h,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out_h,
+              __len_out_h,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red6[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reductions"))]

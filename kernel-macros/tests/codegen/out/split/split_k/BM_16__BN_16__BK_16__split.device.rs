@@ -39,134 +39,153 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_ptrs_3_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut b_ptrs_4_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut acc_5: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 16usize + (__warp % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (1i32),
-            ),
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
-          );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
-          );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
-          } else {
-            0
-          };
-          let __sk: ::kernel_std::__private::device::SplitBlock = ::kernel_std::__private::device::split_block(
-            __sk_dp,
-            __sk_parts,
-          );
-          let __sk_n: i64 = __n;
-          let (__sk_it0, __n): (i64, i64) = ::kernel_std::__private::device::split_range(
-            __n,
-            __sk.part,
-            __sk.parts,
-          );
-          let __start: i32 = ((__start as i64) + __sk_it0 * (__step as i64))
-            as i32;
-          a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
-            a_ptrs_3_off,
-            ::kernel_std::__private::device::cast::<
-              i64,
-              i64,
-            >(
-              (__sk_it0)
-                * ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-            ),
-          );
-          b_ptrs_4_off = <i64 as ::kernel_std::__private::device::Num>::add(
-            b_ptrs_4_off,
-            ::kernel_std::__private::device::cast::<
-              i64,
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __sk: ::kernel_std::__private::device::SplitBlock = ::kernel_std::__private::device::split_block(
+        __sk_dp,
+        __sk_parts,
+      );
+      let __sk_n: i64 = __n;
+      let (__sk_it0, __n): (i64, i64) = ::kernel_std::__private::device::split_range(
+        __n,
+        __sk.part,
+        __sk.parts,
+      );
+      let __start: i32 = ((__start as i64) + __sk_it0 * (__step as i64)) as i32;
+      a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
+        a_ptrs_3_off,
+        ::kernel_std::__private::device::cast::<
+          i64,
+          i64,
+        >(
+          (__sk_it0)
+            * ::kernel_std::__private::device::cast::<
+              i32,
               i64,
             >(
-              (__sk_it0)
-                * ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                    __p_N,
-                  ),
-                ),
-            ),
-          );
-          let __st3: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64));
-          let __st4: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                 16i64,
               ),
-              __p_N,
             ),
+        ),
+      );
+      b_ptrs_4_off = <i64 as ::kernel_std::__private::device::Num>::add(
+        b_ptrs_4_off,
+        ::kernel_std::__private::device::cast::<
+          i64,
+          i64,
+        >(
+          (__sk_it0)
+            * ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+                __p_N,
+              ),
+            ),
+        ),
+      );
+      let __st3: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64));
+      let __st4: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+          __p_N,
+        ),
+      );
+      let mut __pb0: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
           );
-          let mut __pb0: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-          let mut __lo0: i64 = i64::MAX;
-          let mut __hi0: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -179,7 +198,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = (__f0 + 1usize);
                             0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
@@ -191,338 +210,23 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
+                      let __pf: usize = (__f0 + 1usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              16i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_K,
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
               )
-            };
-            __pb0[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo0 = i64::MAX;
-            __hi0 = i64::MIN;
-          }
-          let __sc0: i64 = 0i64;
-          let __inb0: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              a_ptrs_3_off + __it * __st3
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              a_ptrs_3_off + __it * __st3
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              a_ptrs_3_off + __it * __st3
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
-              && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
-          };
-          let __cols1: bool = {
-            let (__q0, __q1, __qr) = (
-              ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_N,
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
                   ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
+                        (__sk.pid as i32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                           16i64,
                         ),
@@ -530,32 +234,35 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = 0usize;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
                     ),
-                    __p_N,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-              ),
-              ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 1usize;
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_N,
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
+                        (__sk.pid as i32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                           16i64,
                         ),
@@ -563,32 +270,35 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = 1usize;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
                     ),
-                    __p_N,
+                    __p_M,
                   ),
+                  __p_K,
                 ),
-              ),
-              ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 16usize;
-                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_N,
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
+                        (__sk.pid as i32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                           16i64,
                         ),
@@ -596,37 +306,351 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = 16usize;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
                     ),
-                    __p_N,
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
                   ),
                 ),
+          )
+        };
+        __pb0[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_3_off + __it * __st3
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_3_off + __it * __st3
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+      };
+      let __cols1: bool = {
+        let (__q0, __q1, __qr) = (
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
               ),
-            );
-            (__q1 as usize) != (__q0 as usize) + 2usize
-              && (__qr as usize) == (__q0 as usize) + 2usize
-          };
-          let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-          let mut __lo1: i64 = i64::MAX;
-          let mut __hi1: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 32usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 0usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 1usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 1usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+          ::kernel_std::__private::device::ptr_add(
+            __p_b_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 16usize;
+                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = 16usize;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            ),
+          ),
+        );
+        (__q1 as usize) != (__q0 as usize) + 2usize
+          && (__qr as usize) == (__q0 as usize) + 2usize
+      };
+      let mut __pb1: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 32usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (if __cols1 {
+                      ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
+                    } else {
+                      (__f0 + 0usize)
+                    });
+                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+              __p_N,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (if __cols1 {
+                        ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
+                      } else {
+                        (__f0 + 0usize)
+                      });
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols1 {
-                          ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
+                          ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
                         } else {
-                          (__f0 + 0usize)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 16usize) % 16usize) * 1usize
                       }) as i32,
@@ -645,9 +669,9 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                       .wrapping_add(
                         ({
                           let __pf: usize = (if __cols1 {
-                            ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
+                            ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
                           } else {
-                            (__f0 + 0usize)
+                            (__f0 + 1usize)
                           });
                           0usize + ((__pf / 1usize) % 16usize) * 1usize
                         }) as i32,
@@ -655,5043 +679,4985 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                   ),
                   __p_N,
                 ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 1usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 1usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 2usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 2usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 3usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 3usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 4usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 4usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 5usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 5usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 6usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 6usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (if __cols1 {
-                              ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
-                            } else {
-                              (__f0 + 7usize)
-                            });
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_N,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            16i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (if __cols1 {
-                                ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
-                              } else {
-                                (__f0 + 7usize)
-                              });
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
               )
-            };
-            __pb1[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo1 = i64::MAX;
-            __hi1 = i64::MIN;
-          }
-          let __sc1: i64 = 0i64;
-          let __inb1: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              b_ptrs_4_off + __it * __st4
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              b_ptrs_4_off + __it * __st4
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              b_ptrs_4_off + __it * __st4
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
-              && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
-          };
-          if false || __cols1 {
-            let __w: u32 = ::kernel_std::__private::device::smem_addr()
-              + 3072usize as u32;
-            if __tid == 0 {
-              ::kernel_std::__private::device::store(
-                __smem.add(3072usize) as *mut u32,
-                1u32,
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            let __proved: bool = {
-              ::kernel_std::__private::device::smem_and(
-                __w,
-                (true && __inb0 && __inb1) as u32,
-              );
-              ::kernel_std::__private::device::bar_sync();
-              ::kernel_std::__private::device::load(
-                __smem.add(3072usize) as *mut u32,
-              ) != 0
-            };
-            if __proved {
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if {
-                          let __x0 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x1 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x1,
-                            __x0,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x1,
-                              __c2,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      if __cols1 {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if (true
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ))
-                          {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                        + __f0 / 16usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                              + __f0 / 16usize);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                                + __f0 / 16usize);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      } else {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = __cbu as usize;
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if {
-                          let __x0 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x1 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x1,
-                            __x0,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x1,
-                              __c2,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      if __cols1 {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if (true
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ))
-                          {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                        + __f0 / 16usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                              + __f0 / 16usize);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                                + __f0 / 16usize);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      } else {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __m {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                if __cols1 {
-                  {
-                    let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                      __lane,
-                    );
-                    {
-                      let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __cb * 1024usize) as u32;
-                      let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __cb * 1024usize + 512usize) as u32;
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__ks: usize| {
-                          let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                                __sa
-                                  + (({
-                                    let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                      + __lane % 16;
-                                    __r * 16usize
-                                      + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                        * 8)
-                                  }) * 2) as u32,
-                              );
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__jp: usize| {
-                              let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                                __sb
-                                  + (({
-                                    let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
-                                      + __lane / 16) * 8 + __lane % 8;
-                                    __r * 16usize
-                                      + (((__ks * 2 + (__lane / 8) % 2)
-                                        ^ ((__r / 4usize) % 2usize)) * 8)
-                                  }) * 2) as u32,
-                              );
-                              ::kernel_std::__private::device::unroll::<
-                                1usize,
-                                _,
-                              >(
-                                #[inline(always)]
-                                |__i: usize| {
-                                  let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                                  let __d = ::kernel_std::__private::device::mma_f16(
-                                    __af[__i],
-                                    [__bq[0], __bq[1]],
-                                    [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                  );
-                                  acc_5[__b] = __d[0];
-                                  acc_5[__b + 1] = __d[1];
-                                  acc_5[__b + 2] = __d[2];
-                                  acc_5[__b + 3] = __d[3];
-                                },
-                              );
-                              ::kernel_std::__private::device::unroll::<
-                                1usize,
-                                _,
-                              >(
-                                #[inline(always)]
-                                |__i: usize| {
-                                  let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                                  let __d = ::kernel_std::__private::device::mma_f16(
-                                    __af[__i],
-                                    [__bq[2], __bq[3]],
-                                    [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                  );
-                                  acc_5[__b] = __d[0];
-                                  acc_5[__b + 1] = __d[1];
-                                  acc_5[__b + 2] = __d[2];
-                                  acc_5[__b + 3] = __d[3];
-                                },
-                              );
-                            },
-                          );
-                        },
-                      );
-                    }
-                  }
-                } else {
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 1024usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 1024usize + 512usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                        ::kernel_std::__private::device::unroll::<
-                          1usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 16usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          1usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 16usize
-                                    + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 4usize) % 2usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              1usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                );
-                                acc_5[__b] = __d[0];
-                                acc_5[__b + 1] = __d[1];
-                                acc_5[__b + 2] = __d[2];
-                                acc_5[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              1usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                );
-                                acc_5[__b] = __d[0];
-                                acc_5[__b + 1] = __d[1];
-                                acc_5[__b + 2] = __d[2];
-                                acc_5[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-                __ci += 1;
-                __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-              }
-            } else {
-              ::core::hint::cold_path();
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !({
-                          let __x3 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x4 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __x3,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x4,
-                              __c5,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      if __cols1 {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !((true
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ))
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                        + __f0 / 16usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                              + __f0 / 16usize);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                                + __f0 / 16usize);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
-                        }
-                      } else {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = __cbu as usize;
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !({
-                          let __x3 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x4 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __x3,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x4,
-                              __c5,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      if __cols1 {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !((true
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
-                                      + __f0 / 16usize);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            ))
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                        + __f0 / 16usize);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                              + __f0 / 16usize);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = ((__f0 % 16usize + __i) * 16usize
-                                                + __f0 / 16usize);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
-                        }
-                      } else {
-                        {
-                          let __c: usize = 0usize * 32usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 16usize;
-                                __r * 16usize
-                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            let __sp = __smem.add(__so)
-                              as *mut ::kernel_std::__private::device::F16;
-                            let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                              8,
-                            );
-                            let mut __i: usize = 0;
-                            while __i < __ne {
-                              let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                <i32 as ::kernel_std::__private::device::Num>::sub(
-                                  __p_K,
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    k_6,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      16i64,
-                                    ),
-                                  ),
-                                ),
-                              );
-                              let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                      __p_N,
-                                    ),
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          ::kernel_std::__private::device::program_id(1u32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                  ),
-                                ),
-                                __off1,
-                              );
-                              let __k: bool = __m
-                                && ::kernel_std::__private::device::fits(
-                                  __a,
-                                  __p_b_ptr,
-                                  __len_b_ptr,
-                                  1,
-                                );
-                              if __m && !__k && __badp.is_null() {
-                                __badp = __a;
-                              }
-                              ::kernel_std::__private::device::store(
-                                __sp.add(__i),
-                                if __k {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              );
-                              __i += 1;
-                            }
-                            if !__badp.is_null() {
-                              ::kernel_std::__private::device::note_fault_at(
-                                __badp,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              );
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                if __cols1 {
-                  {
-                    let __lane: usize = ::kernel_std::__private::device::opaque_usize(
-                      __lane,
-                    );
-                    {
-                      let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __cb * 1024usize) as u32;
-                      let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __cb * 1024usize + 512usize) as u32;
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__ks: usize| {
-                          let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                                __sa
-                                  + (({
-                                    let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                      + __lane % 16;
-                                    __r * 16usize
-                                      + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                        * 8)
-                                  }) * 2) as u32,
-                              );
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__jp: usize| {
-                              let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                                __sb
-                                  + (({
-                                    let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
-                                      + __lane / 16) * 8 + __lane % 8;
-                                    __r * 16usize
-                                      + (((__ks * 2 + (__lane / 8) % 2)
-                                        ^ ((__r / 4usize) % 2usize)) * 8)
-                                  }) * 2) as u32,
-                              );
-                              ::kernel_std::__private::device::unroll::<
-                                1usize,
-                                _,
-                              >(
-                                #[inline(always)]
-                                |__i: usize| {
-                                  let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                                  let __d = ::kernel_std::__private::device::mma_f16(
-                                    __af[__i],
-                                    [__bq[0], __bq[1]],
-                                    [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                  );
-                                  acc_5[__b] = __d[0];
-                                  acc_5[__b + 1] = __d[1];
-                                  acc_5[__b + 2] = __d[2];
-                                  acc_5[__b + 3] = __d[3];
-                                },
-                              );
-                              ::kernel_std::__private::device::unroll::<
-                                1usize,
-                                _,
-                              >(
-                                #[inline(always)]
-                                |__i: usize| {
-                                  let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                                  let __d = ::kernel_std::__private::device::mma_f16(
-                                    __af[__i],
-                                    [__bq[2], __bq[3]],
-                                    [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                  );
-                                  acc_5[__b] = __d[0];
-                                  acc_5[__b + 1] = __d[1];
-                                  acc_5[__b + 2] = __d[2];
-                                  acc_5[__b + 3] = __d[3];
-                                },
-                              );
-                            },
-                          );
-                        },
-                      );
-                    }
-                  }
-                } else {
-                  {
-                    let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 1024usize) as u32;
-                    let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                      + (0usize + __cb * 1024usize + 512usize) as u32;
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__ks: usize| {
-                        let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                        ::kernel_std::__private::device::unroll::<
-                          1usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                              __sa
-                                + (({
-                                  let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                    + __lane % 16;
-                                  __r * 16usize
-                                    + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                      * 8)
-                                }) * 2) as u32,
-                            );
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          1usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__jp: usize| {
-                            let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                              __sb
-                                + (({
-                                  let __r: usize = __ks * 16 + __lane % 16;
-                                  __r * 16usize
-                                    + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                      ^ ((__r / 4usize) % 2usize)) * 8)
-                                }) * 2) as u32,
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              1usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[0], __bq[1]],
-                                  [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                );
-                                acc_5[__b] = __d[0];
-                                acc_5[__b + 1] = __d[1];
-                                acc_5[__b + 2] = __d[2];
-                                acc_5[__b + 3] = __d[3];
-                              },
-                            );
-                            ::kernel_std::__private::device::unroll::<
-                              1usize,
-                              _,
-                            >(
-                              #[inline(always)]
-                              |__i: usize| {
-                                let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                                let __d = ::kernel_std::__private::device::mma_f16(
-                                  __af[__i],
-                                  [__bq[2], __bq[3]],
-                                  [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                                );
-                                acc_5[__b] = __d[0];
-                                acc_5[__b + 1] = __d[1];
-                                acc_5[__b + 2] = __d[2];
-                                acc_5[__b + 3] = __d[3];
-                              },
-                            );
-                          },
-                        );
-                      },
-                    );
-                  }
-                }
-                __ci += 1;
-                __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-              }
-            }
-          } else {
-            let __w: u32 = ::kernel_std::__private::device::smem_addr()
-              + 3072usize as u32;
-            if __tid == 0 {
-              ::kernel_std::__private::device::store(
-                __smem.add(3072usize) as *mut u32,
-                1u32,
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            let __proved: bool = {
-              ::kernel_std::__private::device::smem_and(
-                __w,
-                (true && __inb0 && __inb1) as u32,
-              );
-              ::kernel_std::__private::device::bar_sync();
-              ::kernel_std::__private::device::load(
-                __smem.add(3072usize) as *mut u32,
-              ) != 0
-            };
-            if __proved {
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if {
-                          let __x0 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x1 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x1,
-                            __x0,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x1,
-                              __c2,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_N,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = __cbu as usize;
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if {
-                          let __x0 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x1 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x1,
-                            __x0,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x1,
-                              __c2,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_16(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_N,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 1024usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 1024usize + 512usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                  + __lane % 16;
-                                __r * 16usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 16usize
-                                  + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                              );
-                              acc_5[__b] = __d[0];
-                              acc_5[__b + 1] = __d[1];
-                              acc_5[__b + 2] = __d[2];
-                              acc_5[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                              );
-                              acc_5[__b] = __d[0];
-                              acc_5[__b + 1] = __d[1];
-                              acc_5[__b + 2] = __d[2];
-                              acc_5[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-                __ci += 1;
-                __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-              }
-            } else {
-              ::core::hint::cold_path();
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !({
-                          let __x3 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x4 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __x3,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x4,
-                              __c5,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            );
-                            if __pb1[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_N,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = __cbu as usize;
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_6: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_3_off + __it * __st3;
-                      let __dst: usize = 0usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !({
-                          let __x3 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x4 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x4,
-                            __x3,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x4,
-                              __c5,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          (__sk.pid as i32),
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            16i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_K,
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_4_off + __it * __st4;
-                      let __dst: usize = 512usize + __buf * 1024usize;
-                      {
-                        let __c: usize = 0usize * 32usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            );
-                            if __pb1[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 16usize;
-                              __r * 16usize
-                                + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2;
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            16,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          let __sp = __smem.add(__so)
-                            as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_6,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    16i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_N,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        ::kernel_std::__private::device::program_id(1u32),
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          16i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                {
-                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 1024usize) as u32;
-                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __cb * 1024usize + 512usize) as u32;
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__ks: usize| {
-                      let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                            __sa
-                              + (({
-                                let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                                  + __lane % 16;
-                                __r * 16usize
-                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                    * 8)
-                              }) * 2) as u32,
-                          );
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__jp: usize| {
-                          let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                            __sb
-                              + (({
-                                let __r: usize = __ks * 16 + __lane % 16;
-                                __r * 16usize
-                                  + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
-                                    ^ ((__r / 4usize) % 2usize)) * 8)
-                              }) * 2) as u32,
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[0], __bq[1]],
-                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                              );
-                              acc_5[__b] = __d[0];
-                              acc_5[__b + 1] = __d[1];
-                              acc_5[__b + 2] = __d[2];
-                              acc_5[__b + 3] = __d[3];
-                            },
-                          );
-                          ::kernel_std::__private::device::unroll::<
-                            1usize,
-                            _,
-                          >(
-                            #[inline(always)]
-                            |__i: usize| {
-                              let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                              let __d = ::kernel_std::__private::device::mma_f16(
-                                __af[__i],
-                                [__bq[2], __bq[3]],
-                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
-                              );
-                              acc_5[__b] = __d[0];
-                              acc_5[__b + 1] = __d[1];
-                              acc_5[__b + 2] = __d[2];
-                              acc_5[__b + 3] = __d[3];
-                            },
-                          );
-                        },
-                      );
-                    },
-                  );
-                }
-                __ci += 1;
-                __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          a_ptrs_3_off += __n * __st3;
-          b_ptrs_4_off += __n * __st4;
-          a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
-            a_ptrs_3_off,
-            ::kernel_std::__private::device::cast::<
-              i64,
-              i64,
-            >(
-              (__sk_n - __sk_it0 - __n)
-                * ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 2usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 3usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 4usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 5usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 6usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + 7usize)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
                   ),
                 ),
-            ),
+          )
+        };
+        __pb1[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let __sc1: i64 = 0i64;
+      let __inb1: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          b_ptrs_4_off + __it * __st4
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          b_ptrs_4_off + __it * __st4
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          b_ptrs_4_off + __it * __st4
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+      };
+      if false || __cols1 {
+        let __w: u32 = ::kernel_std::__private::device::smem_addr()
+          + 3072usize as u32;
+        if __tid == 0 {
+          ::kernel_std::__private::device::store(
+            __smem.add(3072usize) as *mut u32,
+            1u32,
           );
         }
-        let __sk: ::kernel_std::__private::device::SplitBlock = ::kernel_std::__private::device::split_block(
-          __sk_dp,
-          __sk_parts,
-        );
-        if __sk.parts > 1 {
-          ::core::hint::cold_path();
-          let __skw: *mut f32 = __sk_ws
-            .add(__sk.slot as usize * __sk.parts as usize * 256usize);
-          let __skp: *mut f32 = __skw.add(__sk.part as usize * 256usize);
-          ::kernel_std::__private::device::st_cg_v4(
-            __skp.add((0usize * 32usize + __tid) * 4),
-            [acc_5[0usize], acc_5[1usize], acc_5[2usize], acc_5[3usize]],
+        ::kernel_std::__private::device::bar_sync();
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
           );
-          ::kernel_std::__private::device::st_cg_v4(
-            __skp.add((1usize * 32usize + __tid) * 4),
-            [acc_5[4usize], acc_5[5usize], acc_5[6usize], acc_5[7usize]],
-          );
-          ::kernel_std::__private::device::fence_acq_rel_gpu();
           ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __last: bool = ::kernel_std::__private::device::split_arrive(
-              __sk_cnt.add(__sk.slot as usize),
-              __sk.parts,
-            );
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut u32,
-              __last as u32,
-            );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let __sk_last: bool = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut u32,
-          ) != 0;
-          ::kernel_std::__private::device::bar_sync();
-          if !__sk_last {
-            return;
-          }
-          ::kernel_std::__private::device::fence_acq_rel_gpu();
-          let __skp: *mut f32 = __skw;
-          {
-            let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
-              __skp.add((0usize * 32usize + __tid) * 4),
-            );
-            acc_5[0usize] = __v[0];
-            acc_5[1usize] = __v[1];
-            acc_5[2usize] = __v[2];
-            acc_5[3usize] = __v[3];
-          }
-          {
-            let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
-              __skp.add((1usize * 32usize + __tid) * 4),
-            );
-            acc_5[4usize] = __v[0];
-            acc_5[5usize] = __v[1];
-            acc_5[6usize] = __v[2];
-            acc_5[7usize] = __v[3];
-          }
-          let mut __skq: usize = 1;
-          while __skq < __sk.parts as usize {
-            let __skp: *mut f32 = __skw.add(__skq * 256usize);
-            {
-              let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
-                __skp.add((0usize * 32usize + __tid) * 4),
-              );
-              acc_5[0usize] += __v[0];
-              acc_5[1usize] += __v[1];
-              acc_5[2usize] += __v[2];
-              acc_5[3usize] += __v[3];
-            }
-            {
-              let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
-                __skp.add((1usize * 32usize + __tid) * 4),
-              );
-              acc_5[4usize] += __v[0];
-              acc_5[5usize] += __v[1];
-              acc_5[6usize] += __v[2];
-              acc_5[7usize] += __v[3];
-            }
-            __skq += 1;
-          }
-        }
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_a_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (__sk.pid as i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_K,
+          ::kernel_std::__private::device::load(
+            __smem.add(3072usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
                       ),
-                      (0i32)
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = __f;
+                            let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
                         ),
-                    ),
-                  ),
-                  a_ptrs_3_off,
-                );
-                __sv[__v] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-              && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
-              && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
-              && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
-              && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_a_ptr,
-                __len_a_ptr,
-                8usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_a_ptr,
-                  __len_a_ptr,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 16usize + (__warp % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = {
-              let __wa = acc_5[__j];
-              let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0.01f64,
-                ),
-                acc_5[__j],
-              );
-              if <f32 as ::kernel_std::__private::device::Num>::ge(
-                acc_5[__j],
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                ),
-              ) {
-                __wa
-              } else {
-                __wb
-              }
-            };
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 16usize + (__warp % 1usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              acc_5[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                    + __f0 / 16usize);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                            + __f0 / 16usize);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
+                            k_6,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                               16i64,
                             ),
                           ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = __f;
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if (true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                                  + __f0 / 16usize);
                                 0usize + ((__pf / 16usize) % 16usize) * 1usize
                               }) as i32,
                             ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ))
+                      {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                    + __f0 / 16usize);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                            + __f0 / 16usize);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
                         ),
-                        __p_M,
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __m {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            if __cols1 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 1024usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 1024usize + 512usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sa
+                              + (({
+                                let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                  + __lane % 16;
+                                __r * 16usize
+                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                    * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 16usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            1usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                              );
+                              acc_5[__b] = __d[0];
+                              acc_5[__b + 1] = __d[1];
+                              acc_5[__b + 2] = __d[2];
+                              acc_5[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            1usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                              );
+                              acc_5[__b] = __d[0];
+                              acc_5[__b + 1] = __d[1];
+                              acc_5[__b + 2] = __d[2];
+                              acc_5[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1024usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1024usize + 512usize) as u32;
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                + __lane % 16;
+                              __r * 16usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                  * 8)
+                            }) * 2) as u32,
+                        );
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                          __sb
+                            + (({
+                              let __r: usize = __ks * 16 + __lane % 16;
+                              __r * 16usize
+                                + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                  ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) * 2) as u32,
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                      },
+                    );
+                  },
+                );
+              }
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        } else {
+          ::core::hint::cold_path();
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !((true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ))
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                    + __f0 / 16usize);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                            + __f0 / 16usize);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  if __cols1 {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !((true
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 0usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 1usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 2usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 3usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 4usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 5usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 6usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + 7usize) * 16usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        ))
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                    + __f0 / 16usize);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                          + __f0 / 16usize);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = ((__f0 % 16usize + __i) * 16usize
+                                            + __f0 / 16usize);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  } else {
+                    {
+                      let __c: usize = 0usize * 32usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 16usize;
+                            __r * 16usize
+                              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        let __sp = __smem.add(__so)
+                          as *mut ::kernel_std::__private::device::F16;
+                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                          8,
+                        );
+                        let mut __i: usize = 0;
+                        while __i < __ne {
+                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                            <i32 as ::kernel_std::__private::device::Num>::sub(
+                              __p_K,
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                k_6,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  16i64,
+                                ),
+                              ),
+                            ),
+                          );
+                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                  __p_N,
+                                ),
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      ::kernel_std::__private::device::program_id(1u32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                              ),
+                            ),
+                            __off1,
+                          );
+                          let __k: bool = __m
+                            && ::kernel_std::__private::device::fits(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              1,
+                            );
+                          if __m && !__k && __badp.is_null() {
+                            __badp = __a;
+                          }
+                          ::kernel_std::__private::device::store(
+                            __sp.add(__i),
+                            if __k {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          );
+                          __i += 1;
+                        }
+                        if !__badp.is_null() {
+                          ::kernel_std::__private::device::record_fault_at(
+                            __badp,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          );
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            if __cols1 {
+              {
+                let __lane: usize = ::kernel_std::__private::device::opaque_usize(
+                  __lane,
+                );
+                {
+                  let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 1024usize) as u32;
+                  let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __cb * 1024usize + 512usize) as u32;
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__ks: usize| {
+                      let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sa
+                              + (({
+                                let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                  + __lane % 16;
+                                __r * 16usize
+                                  + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                    * 8)
+                              }) * 2) as u32,
+                          );
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__jp: usize| {
+                          let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                            __sb
+                              + (({
+                                let __r: usize = ((__warp % 1usize) * 2usize + 2 * __jp
+                                  + __lane / 16) * 8 + __lane % 8;
+                                __r * 16usize
+                                  + (((__ks * 2 + (__lane / 8) % 2)
+                                    ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) * 2) as u32,
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            1usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[0], __bq[1]],
+                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                              );
+                              acc_5[__b] = __d[0];
+                              acc_5[__b + 1] = __d[1];
+                              acc_5[__b + 2] = __d[2];
+                              acc_5[__b + 3] = __d[3];
+                            },
+                          );
+                          ::kernel_std::__private::device::unroll::<
+                            1usize,
+                            _,
+                          >(
+                            #[inline(always)]
+                            |__i: usize| {
+                              let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                              let __d = ::kernel_std::__private::device::mma_f16(
+                                __af[__i],
+                                [__bq[2], __bq[3]],
+                                [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                              );
+                              acc_5[__b] = __d[0];
+                              acc_5[__b + 1] = __d[1];
+                              acc_5[__b + 2] = __d[2];
+                              acc_5[__b + 3] = __d[3];
+                            },
+                          );
+                        },
+                      );
+                    },
+                  );
+                }
+              }
+            } else {
+              {
+                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1024usize) as u32;
+                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                  + (0usize + __cb * 1024usize + 512usize) as u32;
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__ks: usize| {
+                    let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                          __sa
+                            + (({
+                              let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                                + __lane % 16;
+                              __r * 16usize
+                                + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                  * 8)
+                            }) * 2) as u32,
+                        );
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      1usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__jp: usize| {
+                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                          __sb
+                            + (({
+                              let __r: usize = __ks * 16 + __lane % 16;
+                              __r * 16usize
+                                + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                  ^ ((__r / 4usize) % 2usize)) * 8)
+                            }) * 2) as u32,
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[0], __bq[1]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                        ::kernel_std::__private::device::unroll::<
+                          1usize,
+                          _,
+                        >(
+                          #[inline(always)]
+                          |__i: usize| {
+                            let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                            let __d = ::kernel_std::__private::device::mma_f16(
+                              __af[__i],
+                              [__bq[2], __bq[3]],
+                              [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                            );
+                            acc_5[__b] = __d[0];
+                            acc_5[__b + 1] = __d[1];
+                            acc_5[__b + 2] = __d[2];
+                            acc_5[__b + 3] = __d[3];
+                          },
+                        );
+                      },
+                    );
+                  },
+                );
+              }
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        }
+      } else {
+        let __w: u32 = ::kernel_std::__private::device::smem_addr()
+          + 3072usize as u32;
+        if __tid == 0 {
+          ::kernel_std::__private::device::store(
+            __smem.add(3072usize) as *mut u32,
+            1u32,
+          );
+        }
+        ::kernel_std::__private::device::bar_sync();
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
+          );
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::load(
+            __smem.add(3072usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
                       ),
-                      __p_N,
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if {
+                      let __x0 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x1 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x1,
+                        __x0,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x1,
+                          __c2,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_16(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            {
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1024usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1024usize + 512usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                              + __lane % 16;
+                            __r * 16usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                * 8)
+                          }) * 2) as u32,
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                    },
+                  );
+                },
+              );
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        } else {
+          ::core::hint::cold_path();
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = __cbu as usize;
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_6: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_3_off + __it * __st3;
+                  let __dst: usize = 0usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !({
+                      let __x3 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x4 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __x3,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x4,
+                          __c5,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      (__sk.pid as i32),
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        16i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_K,
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_4_off + __it * __st4;
+                  let __dst: usize = 512usize + __buf * 1024usize;
+                  {
+                    let __c: usize = 0usize * 32usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 16usize;
+                          __r * 16usize
+                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2;
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_6,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      let __sp = __smem.add(__so)
+                        as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      16i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            {
+              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1024usize) as u32;
+              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __cb * 1024usize + 512usize) as u32;
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__ks: usize| {
+                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                        __sa
+                          + (({
+                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                              + __lane % 16;
+                            __r * 16usize
+                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                                * 8)
+                          }) * 2) as u32,
+                      );
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__jp: usize| {
+                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                        __sb
+                          + (({
+                            let __r: usize = __ks * 16 + __lane % 16;
+                            __r * 16usize
+                              + ((((__warp % 1usize) * 2usize + 2 * __jp + __lane / 16)
+                                ^ ((__r / 4usize) % 2usize)) * 8)
+                          }) * 2) as u32,
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[0], __bq[1]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                      ::kernel_std::__private::device::unroll::<
+                        1usize,
+                        _,
+                      >(
+                        #[inline(always)]
+                        |__i: usize| {
+                          let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                          let __d = ::kernel_std::__private::device::mma_f16(
+                            __af[__i],
+                            [__bq[2], __bq[3]],
+                            [acc_5[__b], acc_5[__b + 1], acc_5[__b + 2], acc_5[__b + 3]],
+                          );
+                          acc_5[__b] = __d[0];
+                          acc_5[__b + 1] = __d[1];
+                          acc_5[__b + 2] = __d[2];
+                          acc_5[__b + 3] = __d[3];
+                        },
+                      );
+                    },
+                  );
+                },
+              );
+            }
+            __ci += 1;
+            __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      a_ptrs_3_off += __n * __st3;
+      b_ptrs_4_off += __n * __st4;
+      a_ptrs_3_off = <i64 as ::kernel_std::__private::device::Num>::add(
+        a_ptrs_3_off,
+        ::kernel_std::__private::device::cast::<
+          i64,
+          i64,
+        >(
+          (__sk_n - __sk_it0 - __n)
+            * ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                16i64,
+              ),
+            ),
+        ),
+      );
+    }
+    let __sk: ::kernel_std::__private::device::SplitBlock = ::kernel_std::__private::device::split_block(
+      __sk_dp,
+      __sk_parts,
+    );
+    if __sk.parts > 1 {
+      ::core::hint::cold_path();
+      let __skw: *mut f32 = __sk_ws
+        .add(__sk.slot as usize * __sk.parts as usize * 256usize);
+      let __skp: *mut f32 = __skw.add(__sk.part as usize * 256usize);
+      ::kernel_std::__private::device::st_cg_v4(
+        __skp.add((0usize * 32usize + __tid) * 4),
+        [acc_5[0usize], acc_5[1usize], acc_5[2usize], acc_5[3usize]],
+      );
+      ::kernel_std::__private::device::st_cg_v4(
+        __skp.add((1usize * 32usize + __tid) * 4),
+        [acc_5[4usize], acc_5[5usize], acc_5[6usize], acc_5[7usize]],
+      );
+      ::kernel_std::__private::device::fence_acq_rel_gpu();
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __last: bool = ::kernel_std::__private::device::split_arrive(
+          __sk_cnt.add(__sk.slot as usize),
+          __sk.parts,
+        );
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut u32,
+          __last as u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __sk_last: bool = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut u32,
+      ) != 0;
+      ::kernel_std::__private::device::bar_sync();
+      if !__sk_last {
+        return;
+      }
+      ::kernel_std::__private::device::fence_acq_rel_gpu();
+      let __skp: *mut f32 = __skw;
+      {
+        let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
+          __skp.add((0usize * 32usize + __tid) * 4),
+        );
+        acc_5[0usize] = __v[0];
+        acc_5[1usize] = __v[1];
+        acc_5[2usize] = __v[2];
+        acc_5[3usize] = __v[3];
+      }
+      {
+        let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
+          __skp.add((1usize * 32usize + __tid) * 4),
+        );
+        acc_5[4usize] = __v[0];
+        acc_5[5usize] = __v[1];
+        acc_5[6usize] = __v[2];
+        acc_5[7usize] = __v[3];
+      }
+      let mut __skq: usize = 1;
+      while __skq < __sk.parts as usize {
+        let __skp: *mut f32 = __skw.add(__skq * 256usize);
+        {
+          let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
+            __skp.add((0usize * 32usize + __tid) * 4),
+          );
+          acc_5[0usize] += __v[0];
+          acc_5[1usize] += __v[1];
+          acc_5[2usize] += __v[2];
+          acc_5[3usize] += __v[3];
+        }
+        {
+          let __v: [f32; 4] = ::kernel_std::__private::device::ld_cg_v4(
+            __skp.add((1usize * 32usize + __tid) * 4),
+          );
+          acc_5[4usize] += __v[0];
+          acc_5[5usize] += __v[1];
+          acc_5[6usize] += __v[2];
+          acc_5[7usize] += __v[3];
+        }
+        __skq += 1;
+      }
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_a_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (__sk.pid as i32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
                     ),
+                    __p_K,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+              a_ptrs_3_off,
+            );
+            __sv[__v] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+          && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_a_ptr,
+            __len_a_ptr,
+            8usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            8usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_a_ptr,
+              __len_a_ptr,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = {
+          let __wa = acc_5[__j];
+          let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
+            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+              0.01f64,
+            ),
+            acc_5[__j],
+          );
+          if <f32 as ::kernel_std::__private::device::Num>::ge(
+            acc_5[__j],
+            <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+          ) {
+            __wa
+          } else {
+            __wb
+          }
+        };
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 16usize
+          + (__warp % 1usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          acc_5[__j],
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
+                        (__sk.pid as i32),
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                           16i64,
                         ),
@@ -5700,174 +5666,199 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
                           }) as i32,
                         ),
                     ),
-                    __p_N,
+                    __p_M,
                   ),
-                );
-                __sv[__v] = ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut f32).add(__f),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
                   ),
-                );
-                __sm[__v] = true;
-              },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
             );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-              && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-              && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
-              && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
-              && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
-              && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c_ptr,
-                __len_c_ptr,
-                8usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
-              }
-            }
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              ::kernel_std::__private::device::F16,
+            >(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
+              ),
+            );
+            __sm[__v] = true;
           },
         );
-        ::kernel_std::__private::device::bar_sync();
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+          && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+          && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+          && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+          && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+          && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c_ptr,
+            __len_c_ptr,
+            8usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            8usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_c_ptr,
+              __len_c_ptr,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "split_k"))]

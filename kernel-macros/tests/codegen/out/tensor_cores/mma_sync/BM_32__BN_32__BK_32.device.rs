@@ -29,1262 +29,1268 @@ pub unsafe extern "ptx-kernel" fn mma_sync__BM_32__BN_32__BK_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __mma0: [f32; 16usize] = [0.0f32; 16usize];
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __mma0: [f32; 16usize] = [0.0f32; 16usize];
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 32usize + (__warp % 2usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma0[__j] = 0.0f32;
-          },
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 2usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        __mma0[__j] = 0.0f32;
+      },
+    );
+    for __jc in 0..2usize {
+      let __c = __jc * 64usize + __tid;
+      if __c < 128usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __sf: usize = __f0;
+          ({
+            let __r: usize = __sf / 32usize;
+            __r * 32usize
+              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+          }) + __sf % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                32i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
         );
-        for __jc in 0..2usize {
-          let __c = __jc * 64usize + __tid;
-          if __c < 128usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
-              ({
-                let __r: usize = __sf / 32usize;
-                __r * 32usize
-                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-              }) + __sf % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-              ),
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    0usize + ((__pf / 32usize) % 32usize) * 1usize
                   }) as i32,
                 ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_a,
-                __len_a,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        for __jc in 0..2usize {
-          let __c = __jc * 64usize + __tid;
-          if __c < 128usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                32i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
               ({
-                let __r: usize = __sf / 32usize;
-                __r * 32usize
-                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-              }) + __sf % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_b,
-                __len_b,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (2048usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 32usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::bar_sync();
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_a,
+            __len_a,
+            8usize,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
+            ::kernel_std::__private::device::smem_addr()
+              + (0usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
         {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 0usize as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + 2048usize as u32;
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    for __jc in 0..2usize {
+      let __c = __jc * 64usize + __tid;
+      if __c < 128usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __sf: usize = __f0;
+          ({
+            let __r: usize = __sf / 32usize;
+            __r * 32usize
+              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+          }) + __sf % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                32i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                32i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_b,
+            __len_b,
+            8usize,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
+            ::kernel_std::__private::device::smem_addr()
+              + (2048usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
+        {
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sa: u32 = ::kernel_std::__private::device::smem_addr() + 0usize as u32;
+      let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+        + 2048usize as u32;
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__ks: usize| {
+          let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
           >(
             #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+            |__i: usize| {
+              __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                __sa
+                  + (({
+                    let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                      + __lane % 16;
+                    __r * 32usize
+                      + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                        * 8)
+                  }) * 2) as u32,
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jp: usize| {
+              let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                __sb
+                  + (({
+                    let __r: usize = __ks * 16 + __lane % 16;
+                    __r * 32usize
+                      + ((((__warp % 2usize) * 2usize + 2 * __jp + __lane / 16)
+                        ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) * 2) as u32,
+              );
               ::kernel_std::__private::device::unroll::<
                 2usize,
                 _,
               >(
                 #[inline(always)]
                 |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                          + __lane % 16;
-                        __r * 32usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                            * 8)
-                      }) * 2) as u32,
+                  let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                  let __d = ::kernel_std::__private::device::mma_f16(
+                    __af[__i],
+                    [__bq[0], __bq[1]],
+                    [
+                      __mma0[__b],
+                      __mma0[__b + 1],
+                      __mma0[__b + 2],
+                      __mma0[__b + 3],
+                    ],
                   );
+                  __mma0[__b] = __d[0];
+                  __mma0[__b + 1] = __d[1];
+                  __mma0[__b + 2] = __d[2];
+                  __mma0[__b + 3] = __d[3];
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                1usize,
+                2usize,
                 _,
               >(
                 #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                    __sb
-                      + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 32usize
-                          + ((((__warp % 2usize) * 2usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) * 2) as u32,
+                |__i: usize| {
+                  let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                  let __d = ::kernel_std::__private::device::mma_f16(
+                    __af[__i],
+                    [__bq[2], __bq[3]],
+                    [
+                      __mma0[__b],
+                      __mma0[__b + 1],
+                      __mma0[__b + 2],
+                      __mma0[__b + 3],
+                    ],
                   );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
-                        ],
-                      );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
-                        ],
-                      );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
-                    },
-                  );
+                  __mma0[__b] = __d[0];
+                  __mma0[__b + 1] = __d[1];
+                  __mma0[__b + 2] = __d[2];
+                  __mma0[__b + 3] = __d[3];
                 },
               );
             },
           );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut acc_5: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 32usize + (__warp % 2usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_5[__j] = __mma0[__j];
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
-              * 32usize + (__warp % 2usize) * 16usize
-              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              acc_5[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                __sv[__v] = ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >({
-                  let __wa = ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut f32).add(__f),
-                  );
-                  let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0.01f64,
-                    ),
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(0usize) as *mut f32).add(__f),
-                    ),
-                  );
-                  if <f32 as ::kernel_std::__private::device::Num>::ge(
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(0usize) as *mut f32).add(__f),
-                    ),
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                });
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_n,
-                );
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && ((1i64) == 1i64
-                && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c,
-                __len_c,
-                8usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut acc_5: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 2usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_5[__j] = __mma0[__j];
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 2usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          acc_5[__j],
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              f32,
+              ::kernel_std::__private::device::F16,
+            >({
+              let __wa = ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
+              );
+              let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0.01f64,
+                ),
+                ::kernel_std::__private::device::load(
+                  (__smem.add(0usize) as *mut f32).add(__f),
+                ),
+              );
+              if <f32 as ::kernel_std::__private::device::Num>::ge(
+                ::kernel_std::__private::device::load(
+                  (__smem.add(0usize) as *mut f32).add(__f),
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                ),
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            });
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              __p_n,
+            );
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && ((1i64) == 1i64
+            && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c,
+            __len_c,
+            8usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            8usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "mma_sync"))]

@@ -30,967 +30,533 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __mma0: [f32; 96usize] = [0.0f32; 96usize];
+    ::kernel_std::__private::device::unroll::<
+      96usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __mma0: [f32; 96usize] = [0.0f32; 96usize];
-        ::kernel_std::__private::device::unroll::<
-          96usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 96usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 192usize
-              + ((__warp / 4) % 1usize) * 192usize
-              + (((__j) % 96usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma0[__j] = 0.0f32;
-          },
-        );
-        for __jc in 0..1usize {
-          let __c = __jc * 128usize + __tid;
-          if __c < 128usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 96usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 192usize + ((__warp / 4) % 1usize) * 192usize
+          + (((__j) % 96usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        __mma0[__j] = 0.0f32;
+      },
+    );
+    for __jc in 0..1usize {
+      let __c = __jc * 128usize + __tid;
+      if __c < 128usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __sf: usize = __f0;
+          ({
+            let __r: usize = __sf / 16usize;
+            __r * 16usize
+              + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+          }) + __sf % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 16usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              (16i32),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
               ({
-                let __r: usize = __sf / 16usize;
-                __r * 16usize
-                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-              }) + __sf % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  (16i32),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  (16i32),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_a,
-                __len_a,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 16usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        (16i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        for __jc in 0..3usize {
-          let __c = __jc * 128usize + __tid;
-          if __c < 384usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __tf: usize = __f0;
-              let __tr: usize = __tf / 192usize;
-              let __tc: usize = __tf % 192usize;
-              (__tc / 64usize) * 16usize * 64usize
-                + ({
-                  let __r: usize = __tr;
-                  __r * 64usize
-                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __tc % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 192usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    192i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 192usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 192usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    192i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 192usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_b,
-                __len_b,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (2048usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 192usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          192i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 192usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::fence_proxy_async();
-        ::kernel_std::__private::device::bar_sync();
-        {
-          {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 32usize) as u32,
-              16usize as u32,
-              256usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
-            );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + 2048usize as u32
-                + ((__wg % 1usize) * (192usize / 64usize) * 2048usize)
-                  as u32,
-              2048usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            ::kernel_std::__private::device::wgmma_fence();
-            ::kernel_std::__private::device::wgmma_m64n192k16_f16::<
-              96usize,
-              0usize,
-              0u32,
-              1u32,
-            >(&mut __mma0, __da + 0u64, __db + 0u64);
-            ::kernel_std::__private::device::wgmma_commit();
-          }
-          ::kernel_std::__private::device::wgmma_wait::<0>();
-          ::kernel_std::__private::device::wgmma_tie_n192::<
-            96usize,
-            0usize,
-          >(&mut __mma0);
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          96usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 96usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 192usize
-              + ((__warp / 4) % 1usize) * 192usize
-              + (((__j) % 96usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(8192usize) as *mut f32).add(__f),
-              __mma0[__j],
-            );
-          },
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
         );
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..12usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          let mut __sp: [*mut f32; 8usize] = [::core::ptr::null_mut(); 8usize];
-          let mut __sv: [f32; 8usize] = [<f32 as ::core::default::Default>::default(); 8usize];
-          let mut __sm: [bool; 8usize] = [false; 8usize];
-          ::kernel_std::__private::device::unroll::<
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 16usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              (16i32),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 16usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_a,
+            __len_a,
             8usize,
-            _,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
           >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::smem_addr()
+              + (0usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
+        {
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  __p_c,
+                  __p_a,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 192usize) % 64usize) * 1usize
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    (16i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    for __jc in 0..3usize {
+      let __c = __jc * 128usize + __tid;
+      if __c < 384usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __tf: usize = __f0;
+          let __tr: usize = __tf / 192usize;
+          let __tc: usize = __tf % 192usize;
+          (__tc / 64usize) * 16usize * 64usize
+            + ({
+              let __r: usize = __tr;
+              __r * 64usize
+                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __tc % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 192usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                192i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 192usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 192usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                192i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 192usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_b,
+            __len_b,
+            8usize,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
+            ::kernel_std::__private::device::smem_addr()
+              + (2048usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
+        {
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
                         }) as i32,
                       ),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1001,160 +567,566 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = __f;
+                      let __pf: usize = (__f0 + 0usize);
                       0usize + ((__pf / 1usize) % 192usize) * 1usize
                     }) as i32,
                   ),
               );
-              __sv[__v] = ::kernel_std::__private::device::load(
-                (__smem.add(8192usize) as *mut f32).add(__f),
-              );
-              __sm[__v] = true;
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
             },
           );
-          if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-            && __sm[3usize] && __sm[4usize] && __sm[5usize] && __sm[6usize]
-            && __sm[7usize] && (__sp[0] as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              8usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              8usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[2usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[2usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[2usize],
-                __sv[2usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[3usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[3usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[3usize],
-                __sv[3usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[4usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[4usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[4usize],
-                __sv[4usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[5usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[5usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[5usize],
-                __sv[5usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[6usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[6usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
             {
-              ::kernel_std::__private::device::store(
-                __sp[6usize],
-                __sv[6usize],
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 192usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      192i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 192usize) * 1usize
+                    }) as i32,
+                  ),
               );
-            }
-            if __sm[7usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[7usize],
-                __p_c,
-                __len_c,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[7usize],
-                __sv[7usize],
-              );
-            }
-          }
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
         }
-        ::kernel_std::__private::device::bar_sync();
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    ::kernel_std::__private::device::fence_proxy_async();
+    ::kernel_std::__private::device::bar_sync();
+    {
+      {
+        let __wg: usize = __warp / 4;
+        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr() + 0usize as u32
+            + ((__wg / 1usize) * 64usize * 32usize) as u32,
+          16usize as u32,
+          256usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(32usize),
+        );
+        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr() + 2048usize as u32
+            + ((__wg % 1usize) * (192usize / 64usize) * 2048usize) as u32,
+          2048usize as u32,
+          1024usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+        );
+        ::kernel_std::__private::device::wgmma_fence();
+        ::kernel_std::__private::device::wgmma_m64n192k16_f16::<
+          96usize,
+          0usize,
+          0u32,
+          1u32,
+        >(&mut __mma0, __da + 0u64, __db + 0u64);
+        ::kernel_std::__private::device::wgmma_commit();
+      }
+      ::kernel_std::__private::device::wgmma_wait::<0>();
+      ::kernel_std::__private::device::wgmma_tie_n192::<
+        96usize,
+        0usize,
+      >(&mut __mma0);
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      96usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 96usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 192usize + ((__warp / 4) % 1usize) * 192usize
+          + (((__j) % 96usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(8192usize) as *mut f32).add(__f),
+          __mma0[__j],
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    for __jc in 0..12usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      let mut __sp: [*mut f32; 8usize] = [::core::ptr::null_mut(); 8usize];
+      let mut __sv: [f32; 8usize] = [<f32 as ::core::default::Default>::default(); 8usize];
+      let mut __sm: [bool; 8usize] = [false; 8usize];
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          __sp[__v] = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 192usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  192i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = __f;
+                  0usize + ((__pf / 1usize) % 192usize) * 1usize
+                }) as i32,
+              ),
+          );
+          __sv[__v] = ::kernel_std::__private::device::load(
+            (__smem.add(8192usize) as *mut f32).add(__f),
+          );
+          __sm[__v] = true;
+        },
+      );
+      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+        && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+        && (__sp[0] as usize) % 16usize == 0
+        && ((1i64) == 1i64
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
+        && ::kernel_std::__private::device::fits(__sp[0], __p_c, __len_c, 8usize)
+      {
+        ::kernel_std::__private::device::store_vec::<f32, 8usize>(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+        if __sm[2usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[2usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
+        }
+        if __sm[3usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[3usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
+        }
+        if __sm[4usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[4usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[4usize], __sv[4usize]);
+        }
+        if __sm[5usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[5usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[5usize], __sv[5usize]);
+        }
+        if __sm[6usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[6usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[6usize], __sv[6usize]);
+        }
+        if __sm[7usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[7usize],
+            __p_c,
+            __len_c,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[7usize], __sv[7usize]);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "wgmma_n192"))]

@@ -27,162 +27,57 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n_elements) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_x_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
             }
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n_elements) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_out_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_out_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
           };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
                   __p_x_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -191,11 +86,65 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
                   ),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
                   __p_x_ptr,
+                  __len_x_ptr,
+                  __eu,
+                )
+            }
+        }
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_out_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_out_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -203,129 +152,122 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
                   ),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_out_ptr,
+                  __len_out_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            (<i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as i64,
+            (__p_n_elements) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 8usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_x_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          )) as usize) % 16usize == 0)
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            (<i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as i64,
+            (__p_n_elements) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 8usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_out_ptr,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1024i64,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            ),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld7_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
                     ),
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c6 = __p_n_elements;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __c6,
-                        )
-                    },
-                    [
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(
+                __q0,
+                !{
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -334,7 +276,7 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -343,258 +285,314 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c3 = __p_n_elements;
+                  let __c13 = __p_n_elements;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x2,
-                    __x1,
+                    __x12,
+                    __x11,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x2,
-                      __c3,
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x11,
+                      __c13,
                     )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
+                },
+                [
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld7_all[__jc] = __ld7;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+            let mut __sm: [bool; 8usize] = [false; 8usize];
+            let __ld7: [::kernel_std::__private::device::F16; 8usize] = __ld7_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              8usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >({
+                  let __wa = ::kernel_std::__private::device::cast::<
                     ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__q0)
-                } else {
+                    f32,
+                  >(__ld7[__v]);
+                  let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0.01f64,
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(__ld7[__v]),
+                  );
+                  if <f32 as ::kernel_std::__private::device::Num>::ge(
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(__ld7[__v]),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                });
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ),
+              );
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                ),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                ),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                ),
+              );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                ),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                ),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                ),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                ),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(
+                  __q0,
+                  !{
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c6 = __p_n_elements;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x5,
+                      __x4,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __c6,
+                      )
+                  },
                   [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-              let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-              let mut __sm: [bool; 8usize] = [false; 8usize];
-              let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_out_ptr,
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0)) as i32),
+                );
+                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                );
+                let __c3 = __p_n_elements;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x2,
+                  __x1,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
@@ -602,14 +600,273 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                           1024i64,
                         ),
                       ),
-                      (0i32).wrapping_add((__f) as i32),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
-                  );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    f32,
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+            let mut __sm: [bool; 8usize] = [false; 8usize];
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              8usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >({
+                  let __wa = ::kernel_std::__private::device::cast::<
                     ::kernel_std::__private::device::F16,
-                  >({
-                    let __wa = ::kernel_std::__private::device::cast::<
+                    f32,
+                  >(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            1024i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_elements,
+                    ) {
+                      __ld0[__v]
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0.01f64,
+                    ),
+                    ::kernel_std::__private::device::cast::<
                       ::kernel_std::__private::device::F16,
                       f32,
                     >(
@@ -629,38 +886,341 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                       } else {
                         <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       },
-                    );
-                    let __wb = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0.01f64,
-                      ),
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                1024i64,
-                              ),
+                    ),
+                  );
+                  if <f32 as ::kernel_std::__private::device::Num>::ge(
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
                             ),
-                            (0i32).wrapping_add((__f) as i32),
                           ),
-                          __p_n_elements,
-                        ) {
-                          __ld0[__v]
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_elements,
+                      ) {
+                        __ld0[__v]
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                });
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
                       ),
-                    );
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                && __sm[6usize] && __sm[7usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+                if __sm[4usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(4usize),
+                    __sv[4usize],
+                  );
+                }
+                if __sm[5usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(5usize),
+                    __sv[5usize],
+                  );
+                }
+                if __sm[6usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(6usize),
+                    __sv[6usize],
+                  );
+                }
+                if __sm[7usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(7usize),
+                    __sv[7usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                && __sm[6usize] && __sm[7usize]
+                && (__sp[0] as usize) % 16usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_out_ptr,
+                  __len_out_ptr,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+                if __sm[4usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[4usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[4usize],
+                    __sv[4usize],
+                  );
+                }
+                if __sm[5usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[5usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[5usize],
+                    __sv[5usize],
+                  );
+                }
+                if __sm[6usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[6usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[6usize],
+                    __sv[6usize],
+                  );
+                }
+                if __sm[7usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[7usize],
+                    __p_out_ptr,
+                    __len_out_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[7usize],
+                    __sv[7usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                7usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out_ptr,
+                  __len_out_ptr,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(
                     if <f32 as ::kernel_std::__private::device::Num>::ge(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_x_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                1024i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -672,446 +1232,128 @@ pub unsafe extern "ptx-kernel" fn leaky_relu_kernel__BLOCK_SIZE_1024(
                             (0i32).wrapping_add((__f) as i32),
                           ),
                           __p_n_elements,
-                        ) {
-                          __ld0[__v]
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_x_ptr,
+                            __len_x_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
                         } else {
                           <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                      ),
+                        }
+                      }),
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
                       ),
                     ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  });
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                  && __sm[6usize] && __sm[7usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                  if __sm[4usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(4usize),
-                      __sv[4usize],
-                    );
-                  }
-                  if __sm[5usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(5usize),
-                      __sv[5usize],
-                    );
-                  }
-                  if __sm[6usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(6usize),
-                      __sv[6usize],
-                    );
-                  }
-                  if __sm[7usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(7usize),
-                      __sv[7usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                  && __sm[6usize] && __sm[7usize]
-                  && (__sp[0] as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out_ptr,
-                    __len_out_ptr,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                  if __sm[4usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[4usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[4usize],
-                      __sv[4usize],
-                    );
-                  }
-                  if __sm[5usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[5usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[5usize],
-                      __sv[5usize],
-                    );
-                  }
-                  if __sm[6usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[6usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[6usize],
-                      __sv[6usize],
-                    );
-                  }
-                  if __sm[7usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[7usize],
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[7usize],
-                      __sv[7usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 8usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out_ptr,
-                      __len_out_ptr,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
                       ::kernel_std::__private::device::cast::<
-                        f32,
                         ::kernel_std::__private::device::F16,
-                      >(
-                        if <f32 as ::kernel_std::__private::device::Num>::ge(
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              __p_x_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    1024i64,
-                                  ),
-                                ),
-                                (0i32).wrapping_add((__f) as i32),
+                        f32,
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_x_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                1024i64,
                               ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    1024i64,
-                                  ),
-                                ),
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_n_elements,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          }),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              __p_x_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    1024i64,
-                                  ),
-                                ),
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    1024i64,
-                                  ),
-                                ),
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_n_elements,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          })
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0.01f64,
                             ),
-                            ::kernel_std::__private::device::cast::<
-                              ::kernel_std::__private::device::F16,
-                              f32,
-                            >({
-                              let __a = ::kernel_std::__private::device::ptr_add(
-                                __p_x_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_0,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      1024i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                              );
-                              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_0,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      1024i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_n_elements,
-                              )
-                                && ::kernel_std::__private::device::in_bounds(
-                                  __a,
-                                  __p_x_ptr,
-                                  __len_x_ptr,
-                                  __fnote,
-                                  0u32,
-                                  ::core::line!(),
-                                )
-                              {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                              }
-                            }),
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                1024i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_n_elements,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_x_ptr,
+                            __len_x_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
                           )
-                        },
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      })
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0.01f64,
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            __p_x_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  1024i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  1024i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_n_elements,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_x_ptr,
+                              __len_x_ptr,
+                              __fault,
+                              __tag,
+                              0u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        }),
+                      )
+                    },
+                  ),
+                );
               }
-            },
-          );
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "leaky_relu_kernel"))]

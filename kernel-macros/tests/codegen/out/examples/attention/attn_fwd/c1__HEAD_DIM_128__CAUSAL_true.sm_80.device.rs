@@ -46,331 +46,343 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut start_m_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut off_hz_1: i32 = ::kernel_std::__private::device::program_id(1u32);
+    let mut off_z_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      off_hz_1,
+      __p_heads,
+    );
+    let mut off_h_3: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
+      off_hz_1,
+      __p_heads,
+    );
+    let mut q_base_4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_q_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_qz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_qh),
+    );
+    let mut k_base_5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_k_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_kz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_kh),
+    );
+    let mut v_base_6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_v_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_vz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_vh),
+    );
+    let mut o_base_7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_o_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_oz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_oh),
+    );
+    let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut start_m_0: i32 = ::kernel_std::__private::device::program_id(
-          0u32,
-        );
-        let mut off_hz_1: i32 = ::kernel_std::__private::device::program_id(
-          1u32,
-        );
-        let mut off_z_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          off_hz_1,
-          __p_heads,
-        );
-        let mut off_h_3: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
-          off_hz_1,
-          __p_heads,
-        );
-        let mut q_base_4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_q_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_qz,
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_qh,
-          ),
-        );
-        let mut k_base_5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_k_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_kz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_kh,
-          ),
-        );
-        let mut v_base_6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_v_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_vz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_vh,
-          ),
-        );
-        let mut o_base_7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_o_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_oz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_oh,
-          ),
-        );
-        let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_stride_qm,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_stride_qm,
-                  ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
+            ),
+            __p_n_ctx,
+          ) && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__q0)
+          } else {
+            [
               if <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -382,320 +394,3332 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              ) && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
+              )
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_q_ptr,
                   __len_q_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q0)
               } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            q_11[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          f64::NEG_INFINITY,
+        );
+      },
+    );
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          1f64,
+        );
+      },
+    );
+    let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
+        );
+      },
+    );
+    let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
+    );
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      );
+    } else {}
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = lo_16;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..8usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 128usize;
+              __r * 128usize
+                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                  * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
               8usize,
-              _,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
             >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                q_11[__j] = __ld0[__v];
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
               },
             );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_18: i32 = __nx;
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 128usize + __r0);
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_18,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = true;
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_18,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf1: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_18: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_18: i32 = __nx;
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 128usize + __r0);
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_18,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = true;
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_18,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma2[__j] = 0.0f32;
           },
         );
-        let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (16384usize + (__buf1 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 128usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sb
+                      + (({
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 128usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
+                        ],
+                      );
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma2[__b],
+                          __mma2[__b + 1],
+                          __mma2[__b + 2],
+                          __mma2[__b + 3],
+                        ],
+                      );
+                      __mma2[__b] = __d[0];
+                      __mma2[__b + 1] = __d[1];
+                      __mma2[__b + 2] = __d[2];
+                      __mma2[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_21[__j] = __mma2[__j];
+          },
+        );
+        let __red3: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = qk_21[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -708,12 +3732,38 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NEG_INFINITY,
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
+              ),
+            );
+          },
+        );
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -726,12 +3776,96 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              1f64,
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_22[__j],
+              ),
             );
           },
         );
-        let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+        let __red4: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_23[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_24[__j],
+              ),
+              __red4[__j],
+            );
+          },
+        );
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
@@ -742,3401 +3876,214 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
-        let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
-          __p_sm_scale,
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-            1.44269504f64,
-          ),
+        let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma5[__j] = acc_14[__j];
+          },
         );
-        let mut lo_16: i32 = (0i32);
-        let mut hi_17: i32 = __p_n_ctx;
-        hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              start_m_0,
-              (1i32),
-            ),
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-          ),
-          __p_n_ctx,
-        );
-        if <f32 as ::kernel_std::__private::device::Num>::ge(
-          __p_sm_scale,
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
-        ) {
-          lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
-            start_m_0,
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-          );
-        } else {}
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = lo_16;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
-          );
-          for __jc in 0..8usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 1024usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 128usize;
-                  __r * 128usize
-                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                      * 8)
-                }) + __sf % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(49152usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(
+                  ({
+                    let __sf: usize = __f;
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  }),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    start_m_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              );
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
-                  __p_q_ptr,
-                  __len_q_ptr,
-                  8usize,
-                )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
-              {
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 1u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let start_n_18: i32 = __nx;
-                  for __jc in 0..4usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 512usize {
-                      let __r0: usize = (__c % 16usize) * 8;
-                      let __col: usize = __c / 16usize;
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __s0: usize = ({
-                        let __sf: usize = (__col * 128usize + __r0);
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      });
-                      if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 0usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 1usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 2usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 3usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 4usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 5usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 6usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 7usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                  for __jc in 0..4usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 512usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          v_base_6,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_18,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_vn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __all = true;
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_18,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
-            }
-          }
-          let mut __buf1: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let start_n_18: i32 = __i;
-            if let Some(__nx) = (1 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let start_n_18: i32 = __nx;
-                for __jc in 0..4usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 512usize {
-                    let __r0: usize = (__c % 16usize) * 8;
-                    let __col: usize = __c / 16usize;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_18,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_18,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __s0: usize = ({
-                      let __sf: usize = (__col * 128usize + __r0);
-                      ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    });
-                    if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((16384usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 8192usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 0usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 1usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 2usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 3usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 4usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 5usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 6usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 7usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-                for __jc in 0..4usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 512usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_18,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_18,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __all = true;
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((32768usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 8192usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_18,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma2[__j] = 0.0f32;
-              },
+              ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(p_23[__j]),
             );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 0usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (16384usize + (__buf1 as usize) * 8192usize) as u32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 49152usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (32768usize + (__buf1 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
               >(
                 #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 128usize
+                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
                   ::kernel_std::__private::device::unroll::<
                     1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 128usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
+                        ],
                       );
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 128usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma2[__b],
-                              __mma2[__b + 1],
-                              __mma2[__b + 2],
-                              __mma2[__b + 3],
-                            ],
-                          );
-                          __mma2[__b] = __d[0];
-                          __mma2[__b + 1] = __d[1];
-                          __mma2[__b + 2] = __d[2];
-                          __mma2[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma2[__b],
-                              __mma2[__b + 1],
-                              __mma2[__b + 2],
-                              __mma2[__b + 3],
-                            ],
-                          );
-                          __mma2[__b] = __d[0];
-                          __mma2[__b + 1] = __d[1];
-                          __mma2[__b + 2] = __d[2];
-                          __mma2[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                qk_21[__j] = __mma2[__j];
-              },
-            );
-            let __red3: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = ((__warp / 1usize) * 16usize
-                    + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                    + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = qk_21[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            let mut m_ij_22: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  m_i_12[__j],
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    __red3[__j],
-                    qk_scale_15,
-                  ),
-                );
-              },
-            );
-            let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Float>::fma(
-                    qk_21[__j],
-                    qk_scale_15,
-                    <f32 as ::kernel_std::__private::device::Num>::neg(
-                      m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                    ),
-                  ),
-                );
-              },
-            );
-            let mut alpha_24: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    m_i_12[__j],
-                    m_ij_22[__j],
-                  ),
-                );
-              },
-            );
-            let __red4: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0,
-              ); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = ((__warp / 1usize) * 16usize
-                    + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                    + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = p_23[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    l_i_13[__j],
-                    alpha_24[__j],
-                  ),
-                  __red4[__j],
-                );
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  acc_14[__j],
-                  alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                );
-              },
-            );
-            let mut __mma5: [f32; 64usize] = [0.0f32; 64usize];
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma5[__j] = acc_14[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(49152usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __sf: usize = __f;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  ::kernel_std::__private::device::cast::<
-                    f32,
-                    ::kernel_std::__private::device::F16,
-                  >(p_23[__j]),
-                );
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 49152usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (32768usize + (__buf1 as usize) * 8192usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
                   ::kernel_std::__private::device::unroll::<
                     1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma5[__b],
+                          __mma5[__b + 1],
+                          __mma5[__b + 2],
+                          __mma5[__b + 3],
+                        ],
                       );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 128usize
-                              + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 16usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma5[__b],
-                              __mma5[__b + 1],
-                              __mma5[__b + 2],
-                              __mma5[__b + 3],
-                            ],
-                          );
-                          __mma5[__b] = __d[0];
-                          __mma5[__b + 1] = __d[1];
-                          __mma5[__b + 2] = __d[2];
-                          __mma5[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma5[__b],
-                              __mma5[__b + 1],
-                              __mma5[__b + 2],
-                              __mma5[__b + 3],
-                            ],
-                          );
-                          __mma5[__b] = __d[0];
-                          __mma5[__b + 1] = __d[1];
-                          __mma5[__b + 2] = __d[2];
-                          __mma5[__b + 3] = __d[3];
-                        },
-                      );
+                      __mma5[__b] = __d[0];
+                      __mma5[__b + 1] = __d[1];
+                      __mma5[__b + 2] = __d[2];
+                      __mma5[__b + 3] = __d[3];
                     },
                   );
                 },
               );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = __mma5[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_i_12[__j] = m_ij_22[__j];
-              },
-            );
-            __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        {
-          let __start: i32 = lo_16;
-          let __end: i32 = hi_17;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
+            },
           );
-          for __jc in 0..8usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 1024usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 128usize;
-                  __r * 128usize
-                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                      * 8)
-                }) + __sf % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma5[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_12[__j] = m_ij_22[__j];
+          },
+        );
+        __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..8usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 128usize;
+              __r * 128usize
+                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                  * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     start_m_0,
@@ -4152,59 +4099,89 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       }) as i32,
                     ),
                 ),
-                __p_n_ctx,
-              );
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
-                  __p_q_ptr,
-                  __len_q_ptr,
-                  8usize,
-                )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
               {
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4220,61 +4197,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4290,61 +4268,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4360,61 +4339,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4430,61 +4410,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4500,61 +4481,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4570,61 +4552,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4640,61 +4623,62 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        q_base_4,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_qm,
-                        ),
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           start_m_0,
@@ -4710,49 +4694,1448 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 128usize + __r0);
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
               }
             }
           }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 1u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf6: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 128usize + __r0);
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
                 {
-                  let start_n_26: i32 = __nx;
-                  for __jc in 0..4usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 512usize {
-                      let __r0: usize = (__c % 16usize) * 8;
-                      let __col: usize = __c / 16usize;
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4777,41 +6160,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          k_base_5,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_kn,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __s0: usize = ({
-                        let __sf: usize = (__col * 128usize + __r0);
-                        ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      });
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
@@ -4823,599 +6172,656 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             ),
                         ),
                         __p_n_ctx,
-                      ) && (__p7 as usize) == (__p0 as usize) + 14
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
                           __p_k_ptr,
                           __len_k_ptr,
-                          8usize,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
                       {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 0usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 1usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 2usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 3usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 4usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 5usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 6usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 128usize + __r0 + 7usize);
-                                ({
-                                  let __r: usize = __sf / 128usize;
-                                  __r * 128usize
-                                    + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                      * 8)
-                                }) + __sf % 8
-                              }),
                             ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
                                   }) as i32,
                                 ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       }
-                    }
-                  }
-                  for __jc in 0..4usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 512usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 128usize;
-                          __r * 128usize
-                            + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                              * 8)
-                        }) + __sf % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -5440,7 +6846,437 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -5465,1990 +7301,358 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 128usize) % 32usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_n_ctx,
-                      );
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
                           __p_v_ptr,
                           __len_v_ptr,
-                          8usize,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
                         )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
                       {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 8192usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       }
-                    }
-                  }
+                    },
+                  );
                 }
               }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
             }
           }
-          let mut __buf6: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let start_n_26: i32 = __i;
-            if let Some(__nx) = (1 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let start_n_26: i32 = __nx;
-                for __jc in 0..4usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 512usize {
-                    let __r0: usize = (__c % 16usize) * 8;
-                    let __col: usize = __c / 16usize;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __s0: usize = ({
-                      let __sf: usize = (__col * 128usize + __r0);
-                      ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    });
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    ) && (__p7 as usize) == (__p0 as usize) + 14
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((16384usize
-                            + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                              * 8192usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 0usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 1usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 2usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 3usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 4usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 5usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 6usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 128usize + __r0 + 7usize);
-                              ({
-                                let __r: usize = __sf / 128usize;
-                                __r * 128usize
-                                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                                    * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-                for __jc in 0..4usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 512usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((32768usize
-                            + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                              * 8192usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
-                                * 8192usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma7[__j] = 0.0f32;
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 0usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (16384usize + (__buf6 as usize) * 8192usize) as u32;
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma7[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (16384usize + (__buf6 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                8usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 128usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sb
+                      + (({
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 128usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
                   ::kernel_std::__private::device::unroll::<
                     1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 128usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
                       );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sb
-                          + (({
-                            let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
-                              + __lane / 16) * 8 + __lane % 8;
-                            __r * 128usize
-                              + (((__ks * 2 + (__lane / 8) % 2)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma7[__b],
-                              __mma7[__b + 1],
-                              __mma7[__b + 2],
-                              __mma7[__b + 3],
-                            ],
-                          );
-                          __mma7[__b] = __d[0];
-                          __mma7[__b + 1] = __d[1];
-                          __mma7[__b + 2] = __d[2];
-                          __mma7[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma7[__b],
-                              __mma7[__b + 1],
-                              __mma7[__b + 2],
-                              __mma7[__b + 3],
-                            ],
-                          );
-                          __mma7[__b] = __d[0];
-                          __mma7[__b + 1] = __d[1];
-                          __mma7[__b + 2] = __d[2];
-                          __mma7[__b + 3] = __d[3];
-                        },
-                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
                     },
                   );
                 },
               );
-            }
-            let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                qk_29[__j] = __mma7[__j];
-              },
+            },
+          );
+        }
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma7[__j];
+          },
+        );
+        let __red8: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = {
+                let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                );
+                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                );
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              };
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red8[__j],
             );
-            let __red8: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = ((__warp / 1usize) * 16usize
-                    + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                    + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = {
-                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
-                      qk_scale_15,
-                    );
-                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      f64::NEG_INFINITY,
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
+          },
+        );
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  );
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_n_ctx,
+                    ),
+                    <bool as ::kernel_std::__private::device::Int>::or(
+                      <bool as ::kernel_std::__private::device::Int>::not(true),
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            start_m_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
@@ -7459,1233 +7663,1042 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         ),
-                        __p_n_ctx,
                       ),
-                      <bool as ::kernel_std::__private::device::Int>::or(
-                        <bool as ::kernel_std::__private::device::Int>::not(true),
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      ),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  };
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
+                    ),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
                 },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
               );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red9[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma10: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma10[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(49152usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(
+                  ({
+                    let __sf: usize = __f;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  }),
+                ),
+              ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(p_33[__j]),
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 49152usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (32768usize + (__buf6 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
                 |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            let mut m_ij_32: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  m_i_12[__j],
-                  __red8[__j],
-                );
-              },
-            );
-            let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    {
-                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                        qk_29[__j],
-                        qk_scale_15,
-                      );
-                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      );
-                      if <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        ),
-                        <bool as ::kernel_std::__private::device::Int>::or(
-                          <bool as ::kernel_std::__private::device::Int>::not(true),
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                      ) {
-                        __wa
-                      } else {
-                        __wb
-                      }
-                    },
-                    m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                  ),
-                );
-              },
-            );
-            let mut alpha_34: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    m_i_12[__j],
-                    m_ij_32[__j],
-                  ),
-                );
-              },
-            );
-            let __red9: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0,
-              ); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = ((__warp / 1usize) * 16usize
-                    + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                    + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = p_33[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
                   );
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                2usize,
+                8usize,
                 _,
               >(
                 #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 128usize
+                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
                   );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    l_i_13[__j],
-                    alpha_34[__j],
-                  ),
-                  __red9[__j],
-                );
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  acc_14[__j],
-                  alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                );
-              },
-            );
-            let mut __mma10: [f32; 64usize] = [0.0f32; 64usize];
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma10[__j] = acc_14[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(49152usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __sf: usize = __f;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      }),
-                    ),
-                  ::kernel_std::__private::device::cast::<
-                    f32,
-                    ::kernel_std::__private::device::F16,
-                  >(p_33[__j]),
-                );
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 49152usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (32768usize + (__buf6 as usize) * 8192usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
                   ::kernel_std::__private::device::unroll::<
                     1usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
                       );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    8usize,
+                    1usize,
                     _,
                   >(
                     #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 128usize
-                              + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
+                    |__i: usize| {
+                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 16usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma10[__b],
-                              __mma10[__b + 1],
-                              __mma10[__b + 2],
-                              __mma10[__b + 3],
-                            ],
-                          );
-                          __mma10[__b] = __d[0];
-                          __mma10[__b + 1] = __d[1];
-                          __mma10[__b + 2] = __d[2];
-                          __mma10[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma10[__b],
-                              __mma10[__b + 1],
-                              __mma10[__b + 2],
-                              __mma10[__b + 3],
-                            ],
-                          );
-                          __mma10[__b] = __d[0];
-                          __mma10[__b + 1] = __d[1];
-                          __mma10[__b + 2] = __d[2];
-                          __mma10[__b + 3] = __d[3];
-                        },
-                      );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
                     },
                   );
                 },
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = __mma10[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_i_12[__j] = m_ij_32[__j];
-              },
-            );
-            __buf6 = if __buf6 == 1u32 { 0 } else { __buf6 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> f32 {
-              let __f: usize = ((__warp / 1usize) * 16usize
-                + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              <f32 as ::kernel_std::__private::device::Num>::div(
-                acc_14[__j],
-                l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
-              )
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__p: usize| {
-              let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                __val(2 * __p),
-                __val(2 * __p + 1),
-              );
-              o_36[2 * __p] = ::kernel_std::__private::device::F16(
-                __w as u16,
-              );
-              o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                (__w >> 16) as u16,
               );
             },
           );
         }
         ::kernel_std::__private::device::bar_sync();
-        {
-          let __sfast: bool = ::kernel_std::__private::device::warp_all(
-            true
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
-                                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                                + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
-                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
-                                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                                + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
-                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                1i64 == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_o_ptr,
-                    __len_o_ptr,
-                    128usize,
-                  )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
-                              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                              + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
-              }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
-                                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                                + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
-                                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                                + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
-                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                1i64 == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_o_ptr,
-                    __len_o_ptr,
-                    128usize,
-                  )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
-                              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                              + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
-              },
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma10[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf6 = if __buf6 == 1u32 { 0 } else { __buf6 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          <f32 as ::kernel_std::__private::device::Num>::div(
+            acc_14[__j],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+          )
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
           );
-          if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> ::kernel_std::__private::device::F16 {
-                let __v: usize = __j % 2;
-                let __f: usize = ((__warp / 1usize) * 16usize
-                  + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                o_36[__j]
-              },
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
             );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                            + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                            + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                      + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                      + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((((__warp / 1usize) * 16usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                          + 0usize + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            o_36[__j]
+          },
+        );
+        {
+          let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2),
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
+                        + (__lane % 4) * 2 - (__lane % 4) * 2),
+                    );
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                              * 128usize + (__warp % 1usize) * 128usize + 0usize
+                              + (__lane % 4) * 2 - (__lane % 4) * 2),
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                      (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
+                        * 128usize + (__warp % 1usize) * 128usize + 0usize
+                        + (__lane % 4) * 2 - (__lane % 4) * 2),
+                    );
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          ];
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(0usize), __val(1usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(4usize), __val(5usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(8usize), __val(9usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(12usize), __val(13usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(16usize), __val(17usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(20usize), __val(21usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(24usize), __val(25usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(28usize), __val(29usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(32usize), __val(33usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(36usize), __val(37usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(40usize), __val(41usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(44usize), __val(45usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(64usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(48usize), __val(49usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(52usize), __val(53usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(56usize), __val(57usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(60usize), __val(61usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[0usize].wrapping_add(96usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(2usize), __val(3usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(6usize), __val(7usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(10usize), __val(11usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(14usize), __val(15usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(18usize), __val(19usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(22usize), __val(23usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(26usize), __val(27usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(30usize), __val(31usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(34usize), __val(35usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(38usize), __val(39usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(42usize), __val(43usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(46usize), __val(47usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(64usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+          {
+            let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
+              [
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(50usize), __val(51usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(54usize), __val(55usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(58usize), __val(59usize)),
+                ::kernel_std::__private::device::pack2::<
+                  ::kernel_std::__private::device::F16,
+                >(__val(62usize), __val(63usize)),
+              ],
+              __lane as u32,
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(
+              __pr[1usize].wrapping_add(96usize + (__lane % 4) * 8)
+                as *mut u32,
+              __w,
+            );
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            32usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
             {
-              let __pr: [*mut ::kernel_std::__private::device::F16; 2] = [
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-                                  * 128usize + (__warp % 1usize) * 128usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2),
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_stride_om,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_36[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                          (((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-                            * 128usize + (__warp % 1usize) * 128usize + 0usize
-                            + (__lane % 4) * 2 - (__lane % 4) * 2),
-                        );
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
-                                  * 128usize + (__warp % 1usize) * 128usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2),
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
                       ),
-                      __p_stride_om,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_36[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
                   ),
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                          (((__warp / 1usize) * 16usize + 8usize + __lane / 4)
-                            * 128usize + (__warp % 1usize) * 128usize + 0usize
-                            + (__lane % 4) * 2 - (__lane % 4) * 2),
-                        );
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 ),
-              ];
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
               {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(0usize), __val(1usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(4usize), __val(5usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(8usize), __val(9usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(12usize), __val(13usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[0usize].wrapping_add(0usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
                 );
               }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
               {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(16usize), __val(17usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(20usize), __val(21usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(24usize), __val(25usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(28usize), __val(29usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[0usize].wrapping_add(32usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(32usize), __val(33usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(36usize), __val(37usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(40usize), __val(41usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(44usize), __val(45usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[0usize].wrapping_add(64usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(48usize), __val(49usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(52usize), __val(53usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(56usize), __val(57usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(60usize), __val(61usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[0usize].wrapping_add(96usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(2usize), __val(3usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(6usize), __val(7usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(10usize), __val(11usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(14usize), __val(15usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[1usize].wrapping_add(0usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(18usize), __val(19usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(22usize), __val(23usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(26usize), __val(27usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(30usize), __val(31usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[1usize].wrapping_add(32usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(34usize), __val(35usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(38usize), __val(39usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(42usize), __val(43usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(46usize), __val(47usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[1usize].wrapping_add(64usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
-                );
-              }
-              {
-                let __w: [u32; 4] = ::kernel_std::__private::device::quad_transpose(
-                  [
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(50usize), __val(51usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(54usize), __val(55usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(58usize), __val(59usize)),
-                    ::kernel_std::__private::device::pack2::<
-                      ::kernel_std::__private::device::F16,
-                    >(__val(62usize), __val(63usize)),
-                  ],
-                  __lane as u32,
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(
-                  __pr[1usize].wrapping_add(96usize + (__lane % 4) * 8)
-                    as *mut u32,
-                  __w,
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
                 );
               }
             }
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = ((__warp / 1usize) * 16usize
-                        + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          o_base_7,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_om,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      __sv[__v] = o_36[__j];
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = ((__warp / 1usize) * 16usize
-                        + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          o_base_7,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_om,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      __sv[__v] = o_36[__j];
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 4usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_o_ptr,
-                        __len_o_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_o_ptr,
-                          __len_o_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_o_ptr,
-                          __len_o_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
+            __p += 1;
           }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "attn_fwd"))]

@@ -46,331 +46,343 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut start_m_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut off_hz_1: i32 = ::kernel_std::__private::device::program_id(1u32);
+    let mut off_z_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      off_hz_1,
+      __p_heads,
+    );
+    let mut off_h_3: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
+      off_hz_1,
+      __p_heads,
+    );
+    let mut q_base_4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_q_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_qz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_qh),
+    );
+    let mut k_base_5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_k_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_kz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_kh),
+    );
+    let mut v_base_6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_v_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_vz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_vh),
+    );
+    let mut o_base_7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      ::kernel_std::__private::device::ptr_add(
+        __p_o_ptr,
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          off_z_2,
+          __p_stride_oz,
+        ),
+      ),
+      <i32 as ::kernel_std::__private::device::Num>::mul(off_h_3, __p_stride_oh),
+    );
+    let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut start_m_0: i32 = ::kernel_std::__private::device::program_id(
-          0u32,
-        );
-        let mut off_hz_1: i32 = ::kernel_std::__private::device::program_id(
-          1u32,
-        );
-        let mut off_z_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          off_hz_1,
-          __p_heads,
-        );
-        let mut off_h_3: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
-          off_hz_1,
-          __p_heads,
-        );
-        let mut q_base_4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_q_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_qz,
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_qh,
-          ),
-        );
-        let mut k_base_5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_k_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_kz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_kh,
-          ),
-        );
-        let mut v_base_6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_v_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_vz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_vh,
-          ),
-        );
-        let mut o_base_7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          ::kernel_std::__private::device::ptr_add(
-            __p_o_ptr,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              off_z_2,
-              __p_stride_oz,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
             ),
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            off_h_3,
-            __p_stride_oh,
-          ),
-        );
-        let mut q_11: [::kernel_std::__private::device::F16; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 8usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_stride_qm,
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_stride_qm,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_stride_qm,
-                  ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0);
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  q_base_4,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_qm,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
+            ),
+            __p_n_ctx,
+          ) && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__q0)
+          } else {
+            [
               if <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -382,412 +394,1801 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = (__f0);
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 128usize) % 128usize) * 1usize
                       }) as i32,
                     ),
                 ),
                 __p_n_ctx,
-              ) && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
+              )
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_q_ptr,
                   __len_q_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q0)
               } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
                     ),
-                    __p_n_ctx,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                q_11[__j] = __ld0[__v];
-              },
-            );
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            q_11[__j] = __ld0[__v];
           },
         );
-        let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NEG_INFINITY,
-            );
-          },
+      },
+    );
+    let mut m_i_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        m_i_12[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          f64::NEG_INFINITY,
         );
-        let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              1f64,
-            );
-          },
+      },
+    );
+    let mut l_i_13: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        l_i_13[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          1f64,
         );
-        let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 128usize
-              + ((__warp / 4) % 1usize) * 128usize
-              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
+      },
+    );
+    let mut acc_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 128usize + ((__warp / 4) % 1usize) * 128usize
+          + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        acc_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
-          __p_sm_scale,
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-            1.44269504f64,
-          ),
-        );
-        let mut lo_16: i32 = (0i32);
-        let mut hi_17: i32 = __p_n_ctx;
-        {
-          let __start: i32 = lo_16;
-          let __end: i32 = hi_17;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            64i64,
-          );
+      },
+    );
+    let mut qk_scale_15: f32 = <f32 as ::kernel_std::__private::device::Num>::mul(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
+    );
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        64i64,
+      );
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
           >(
             #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(
+                    ({
+                      let __tf: usize = __f;
+                      let __tr: usize = __tf / 128usize;
+                      let __tc: usize = __tf % 128usize;
+                      (__tc / 64usize) * 128usize * 64usize
+                        + ({
+                          let __r: usize = __tr;
+                          __r * 64usize
+                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __tc % 8
+                    }),
+                  ),
+                q_11[__j],
+              );
+            },
+          );
+        },
+      );
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..4usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 1024usize {
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __tf: usize = (__col * 128usize + __r0);
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 64usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 16384usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 0usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 1usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 2usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 3usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 4usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 5usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 6usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 7usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 64usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..4usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 1024usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __tf: usize = __f0;
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 64usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((65536usize + ((__b) as usize) * 16384usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((65536usize + ((__b) as usize) * 16384usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf1: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..4usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 1024usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __tf: usize = (__col * 128usize + __r0);
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 64usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 16384usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
                   ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
                       .add(
                         ({
-                          let __tf: usize = __f;
+                          let __tf: usize = (__col * 128usize + __r0 + 0usize);
                           let __tr: usize = __tf / 128usize;
                           let __tc: usize = __tf % 128usize;
-                          (__tc / 64usize) * 128usize * 64usize
+                          (__tc / 64usize) * 64usize * 64usize
                             + ({
                               let __r: usize = __tr;
                               __r * 64usize
@@ -795,34 +2196,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             }) + __tc % 8
                         }),
                       ),
-                    q_11[__j],
-                  );
-                },
-              );
-            },
-          );
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 1u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let start_n_26: i32 = __nx;
-                  for __jc in 0..4usize {
-                    let __c = __jc * 256usize + __tid;
-                    if __c < 1024usize {
-                      let __r0: usize = (__c % 16usize) * 8;
-                      let __col: usize = __c / 16usize;
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -847,7 +2222,521 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             }) as i32,
                           ),
                       );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 1usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 2usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 3usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 4usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 5usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 6usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 7usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 64usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -872,640 +2761,145 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             }) as i32,
                           ),
                       );
-                      let __s0: usize = ({
-                        let __tf: usize = (__col * 128usize + __r0);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      });
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
                                 0usize + ((__pf / 1usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_n_ctx,
-                      ) && (__p7 as usize) == (__p0 as usize) + 14
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
                           __p_k_ptr,
                           __len_k_ptr,
-                          8usize,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
                         )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((32768usize + ((__b) as usize) * 16384usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
                       {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 0usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 1usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 2usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 3usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 4usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 5usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 6usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((32768usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __tf: usize = (__col * 128usize + __r0 + 7usize);
-                                let __tr: usize = __tf / 128usize;
-                                let __tc: usize = __tf % 128usize;
-                                (__tc / 64usize) * 64usize * 64usize
-                                  + ({
-                                    let __r: usize = __tr;
-                                    __r * 64usize
-                                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __tc % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                k_base_5,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_kn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       }
-                    }
-                  }
-                  for __jc in 0..4usize {
-                    let __c = __jc * 256usize + __tid;
-                    if __c < 1024usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __tf: usize = __f0;
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 64usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..4usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 1024usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __tf: usize = __f0;
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 64usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((65536usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 16384usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1530,7 +2924,437 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             }) as i32,
                           ),
                       );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (65536usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 16384usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1555,1996 +3379,344 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             }) as i32,
                           ),
                       );
-                      let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = (__f0 + 7usize);
                                 0usize + ((__pf / 128usize) % 64usize) * 1usize
                               }) as i32,
                             ),
                         ),
                         __p_n_ctx,
-                      );
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
                           __p_v_ptr,
                           __len_v_ptr,
-                          8usize,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
                         )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((65536usize + ((__b) as usize) * 16384usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
                       {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((65536usize + ((__b) as usize) * 16384usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                v_base_6,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_26,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_stride_vn,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_26,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n_ctx,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       }
-                    }
-                  }
+                    },
+                  );
                 }
               }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
             }
           }
-          let mut __buf1: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma2[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
           {
-            let start_n_26: i32 = __i;
-            if let Some(__nx) = (1 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let start_n_26: i32 = __nx;
-                for __jc in 0..4usize {
-                  let __c = __jc * 256usize + __tid;
-                  if __c < 1024usize {
-                    let __r0: usize = (__c % 16usize) * 8;
-                    let __col: usize = __c / 16usize;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (32768usize + (__buf1 as usize) * 16384usize) as u32
+                + ((__wg % 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 1024u64, __db + 512u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 1026u64, __db + 514u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 1028u64, __db + 516u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 1030u64, __db + 518u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma2);
+        }
+        let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma2[__j];
+          },
+        );
+        let __red3: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = {
+                let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                );
+                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                );
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(false),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
                           ),
-                          __p_stride_kn,
                         ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __s0: usize = ({
-                      let __tf: usize = (__col * 128usize + __r0);
-                      let __tr: usize = __tf / 128usize;
-                      let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 64usize * 64usize
-                        + ({
-                          let __r: usize = __tr;
-                          __r * 64usize
-                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __tc % 8
-                    });
-                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              };
+              let __i: usize = {
+                const __L: [usize; 32usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                  0usize, 0usize, 1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red3[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  );
+                  if <bool as ::kernel_std::__private::device::Int>::and(
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
                       __p_n_ctx,
-                    ) && (__p7 as usize) == (__p0 as usize) + 14
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((32768usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 16384usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 0usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
+                    ),
+                    <bool as ::kernel_std::__private::device::Int>::or(
+                      <bool as ::kernel_std::__private::device::Int>::not(false),
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            start_m_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
                           ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 64usize) % 128usize) * 1usize
+                              }) as i32,
                             ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 1usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 2usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 3usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 4usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 5usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 6usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (32768usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __tf: usize = (__col * 128usize + __r0 + 7usize);
-                              let __tr: usize = __tf / 128usize;
-                              let __tc: usize = __tf % 128usize;
-                              (__tc / 64usize) * 64usize * 64usize
-                                + ({
-                                  let __r: usize = __tr;
-                                  __r * 64usize
-                                    + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __tc % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              k_base_5,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_kn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-                for __jc in 0..4usize {
-                  let __c = __jc * 256usize + __tid;
-                  if __c < 1024usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __tf: usize = __f0;
-                      let __tr: usize = __tf / 128usize;
-                      let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 64usize * 64usize
-                        + ({
-                          let __r: usize = __tr;
-                          __r * 64usize
-                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __tc % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
                         ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_26,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    );
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((65536usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 16384usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (65536usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 16384usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              v_base_6,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_26,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_vn,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n_ctx,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma2: [f32; 32usize] = [0.0f32; 32usize];
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma2[__j] = 0.0f32;
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              {
-                let __wg: usize = __warp / 4;
-                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (32768usize + (__buf1 as usize) * 16384usize) as u32
-                    + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 0u64, __db + 0u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 2u64, __db + 2u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 4u64, __db + 4u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 6u64, __db + 6u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 1024u64, __db + 512u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 1026u64, __db + 514u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 1028u64, __db + 516u64);
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                  32usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 1030u64, __db + 518u64);
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n64::<
-                32usize,
-                0usize,
-              >(&mut __mma2);
-            }
-            let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                qk_29[__j] = __mma2[__j];
-              },
-            );
-            let __red3: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                32usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = {
-                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      qk_29[__j],
-                      qk_scale_15,
-                    );
-                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      f64::NEG_INFINITY,
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           start_n_26,
                           (0i32)
@@ -3555,1202 +3727,996 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                               }) as i32,
                             ),
                         ),
-                        __p_n_ctx,
                       ),
-                      <bool as ::kernel_std::__private::device::Int>::or(
-                        <bool as ::kernel_std::__private::device::Int>::not(false),
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              start_m_0,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      ),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  };
-                  let __i: usize = {
-                    const __L: [usize; 32usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                      0usize, 0usize, 1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
                     ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
                 },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            let mut m_ij_32: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32
-                  | ((__warp >> 2usize) & 1) << 6u32);
-                m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  m_i_12[__j],
-                  __red3[__j],
-                );
-              },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
             );
-            let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red4: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 32usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                  0usize, 0usize, 1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red4[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma6: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma6[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar5: [u32; 16usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
               #[inline(always)]
-              |__j: usize| {
+              |__j: usize| -> f32 {
                 let __f: usize = (((__warp / 4) / 1usize) * 64usize
                   + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
                   + (__warp % 4) * 16 + __lane / 4) * 64usize
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    {
-                      let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                        qk_29[__j],
-                        qk_scale_15,
-                      );
-                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      );
-                      if <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_26,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        ),
-                        <bool as ::kernel_std::__private::device::Int>::or(
-                          <bool as ::kernel_std::__private::device::Int>::not(false),
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_26,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                      ) {
-                        __wa
-                      } else {
-                        __wb
-                      }
-                    },
-                    m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                  ),
-                );
+                p_33[__j]
               },
             );
-            let mut alpha_34: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(16usize),
+                __val(17usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(18usize),
+                __val(19usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(20usize),
+                __val(21usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(22usize),
+                __val(23usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(24usize),
+                __val(25usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(26usize),
+                __val(27usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(28usize),
+                __val(29usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(30usize),
+                __val(31usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (65536usize + (__buf1 as usize) * 16384usize) as u32
+                + ((__wg % 1usize) * (128usize / 64usize) * 8192usize)
+                  as u32,
+              8192usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
             >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32
-                  | ((__warp >> 2usize) & 1) << 6u32);
-                alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    m_i_12[__j],
-                    m_ij_32[__j],
-                  ),
-                );
-              },
+              &mut __mma6,
+              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
+              __db + 0u64,
             );
-            let __red4: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0,
-              ); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                32usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 64usize
-                    + ((__warp / 4) % 1usize) * 64usize
-                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = p_33[__j];
-                  let __i: usize = {
-                    const __L: [usize; 32usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                      0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                      0usize, 0usize, 1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
               [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
+                __ar5[8usize],
+                __ar5[9usize],
+                __ar5[10usize],
+                __ar5[11usize],
+              ],
+              __db + 256u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [
+                __ar5[12usize],
+                __ar5[13usize],
+                __ar5[14usize],
+                __ar5[15usize],
+              ],
+              __db + 384u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n128::<
+            64usize,
+            0usize,
+          >(&mut __mma6);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma6[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 128usize
+            + ((__warp / 4) % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          <f32 as ::kernel_std::__private::device::Num>::div(
+            acc_14[__j],
+            l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+          )
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
                 ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
                 ),
-              ]
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32
-                  | ((__warp >> 2usize) & 1) << 6u32);
-                l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    l_i_13[__j],
-                    alpha_34[__j],
-                  ),
-                  __red4[__j],
-                );
-              },
             );
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  acc_14[__j],
-                  alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                );
-              },
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
             );
-            let mut __mma6: [f32; 64usize] = [0.0f32; 64usize];
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma6[__j] = acc_14[__j];
-              },
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
             );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __ar5: [u32; 16usize] = {
-                let __val = ::kernel_std::__private::device::inline_fn(
-                  #[inline(always)]
-                  |__j: usize| -> f32 {
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 64usize
-                      + ((__warp / 4) % 1usize) * 64usize
-                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    p_33[__j]
-                  },
-                );
-                [
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(0usize),
-                    __val(1usize),
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(2usize),
-                    __val(3usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(4usize),
-                    __val(5usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(6usize),
-                    __val(7usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(8usize),
-                    __val(9usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(10usize),
-                    __val(11usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(12usize),
-                    __val(13usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(14usize),
-                    __val(15usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(16usize),
-                    __val(17usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(18usize),
-                    __val(19usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(20usize),
-                    __val(21usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(22usize),
-                    __val(23usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(24usize),
-                    __val(25usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(26usize),
-                    __val(27usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(28usize),
-                    __val(29usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(30usize),
-                    __val(31usize),
-                  ),
-                ]
-              };
-              {
-                let __wg: usize = __warp / 4;
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (65536usize + (__buf1 as usize) * 16384usize) as u32
-                    + ((__wg % 1usize) * (128usize / 64usize) * 8192usize)
-                      as u32,
-                  8192usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                  64usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[0usize],
-                    __ar5[1usize],
-                    __ar5[2usize],
-                    __ar5[3usize],
-                  ],
-                  __db + 0u64,
-                );
-                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                  64usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[4usize],
-                    __ar5[5usize],
-                    __ar5[6usize],
-                    __ar5[7usize],
-                  ],
-                  __db + 128u64,
-                );
-                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                  64usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[8usize],
-                    __ar5[9usize],
-                    __ar5[10usize],
-                    __ar5[11usize],
-                  ],
-                  __db + 256u64,
-                );
-                ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
-                  64usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[12usize],
-                    __ar5[13usize],
-                    __ar5[14usize],
-                    __ar5[15usize],
-                  ],
-                  __db + 384u64,
-                );
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n128::<
-                64usize,
-                0usize,
-              >(&mut __mma6);
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_14[__j] = __mma6[__j];
-              },
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                      + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize + 0usize
+                      + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
             );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32
-                  | ((__warp >> 2usize) & 1) << 6u32);
-                m_i_12[__j] = m_ij_32[__j];
-              },
+            1i64 == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_o_ptr,
+                __len_o_ptr,
+                128usize,
+              )
+              && <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              )
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            o_36[__j]
+          },
+        );
+        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+          + (0usize + __warp * 4352usize) as u32;
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(0usize), __val(1usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(2usize), __val(3usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(4usize), __val(5usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(6usize), __val(7usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(8usize), __val(9usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(10usize), __val(11usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(12usize), __val(13usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(14usize), __val(15usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(16usize), __val(17usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(18usize), __val(19usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(20usize), __val(21usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(22usize), __val(23usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(24usize), __val(25usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(26usize), __val(27usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(28usize), __val(29usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(30usize), __val(31usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 128usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(32usize), __val(33usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(34usize), __val(35usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(36usize), __val(37usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(38usize), __val(39usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 160usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(40usize), __val(41usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(42usize), __val(43usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(44usize), __val(45usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(46usize), __val(47usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 192usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(48usize), __val(49usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(50usize), __val(51usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(52usize), __val(53usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(54usize), __val(55usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 224usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(56usize), __val(57usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(58usize), __val(59usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(60usize), __val(61usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(62usize), __val(63usize)),
+          ],
+        );
+        ::kernel_std::__private::device::warp_sync();
+        for __q in 0..8usize {
+          let __qi: usize = __q * 32 + __lane;
+          if __qi < 256usize {
+            let (__row, __ch): (usize, usize) = (
+              __qi / 16usize,
+              __qi % 16usize,
             );
-            __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
+            let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+              __sw + (__row * 272usize + __ch * 16) as u32,
+            );
+            let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                o_base_7,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                            + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize;
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_om,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                      + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                      + ((__warp / 4) % 1usize) * 128usize;
+                    0usize + ((__pf / 1usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
           }
         }
-        let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> f32 {
+        ::kernel_std::__private::device::warp_sync();
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            32usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
                 + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
                 + (__warp % 4) * 16 + __lane / 4) * 128usize
                 + ((__warp / 4) % 1usize) * 128usize
                 + (((__j) % 64usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              <f32 as ::kernel_std::__private::device::Num>::div(
-                acc_14[__j],
-                l_i_13[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_36[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize
+                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  o_base_7,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_stride_om,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              __sv[__v] = o_36[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n_ctx,
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_o_ptr,
+                __len_o_ptr,
+                2usize,
               )
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__p: usize| {
-              let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                __val(2 * __p),
-                __val(2 * __p + 1),
-              );
-              o_36[2 * __p] = ::kernel_std::__private::device::F16(
-                __w as u16,
-              );
-              o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                (__w >> 16) as u16,
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __sfast: bool = ::kernel_std::__private::device::warp_all(
-            true
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                          + ((__warp / 4) % 1usize) * 128usize + 0usize
-                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
                 );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                          + ((__warp / 4) % 1usize) * 128usize + 0usize
-                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                1i64 == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_o_ptr,
-                    __len_o_ptr,
-                    128usize,
-                  )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
               }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                          + ((__warp / 4) % 1usize) * 128usize + 0usize
-                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_o_ptr,
+                  __len_o_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
                 );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                          + ((__warp / 4) % 1usize) * 128usize + 0usize
-                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                1i64 == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_o_ptr,
-                    __len_o_ptr,
-                    128usize,
-                  )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  )
-              },
-          );
-          if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> ::kernel_std::__private::device::F16 {
-                let __v: usize = __j % 2;
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                o_36[__j]
-              },
-            );
-            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __warp * 4352usize) as u32;
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                  + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(0usize), __val(1usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(2usize), __val(3usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(4usize), __val(5usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(6usize), __val(7usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 32usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(8usize), __val(9usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(10usize), __val(11usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(12usize), __val(13usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(14usize), __val(15usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 64usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(18usize), __val(19usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(22usize), __val(23usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 96usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(26usize), __val(27usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(30usize), __val(31usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 128usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(32usize), __val(33usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(34usize), __val(35usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(36usize), __val(37usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(38usize), __val(39usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 160usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(40usize), __val(41usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(42usize), __val(43usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(44usize), __val(45usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(46usize), __val(47usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 192usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(48usize), __val(49usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(50usize), __val(51usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(52usize), __val(53usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(54usize), __val(55usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 224usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(56usize), __val(57usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(58usize), __val(59usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(60usize), __val(61usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(62usize), __val(63usize)),
-              ],
-            );
-            ::kernel_std::__private::device::warp_sync();
-            for __q in 0..8usize {
-              let __qi: usize = __q * 32 + __lane;
-              if __qi < 256usize {
-                let (__row, __ch): (usize, usize) = (
-                  __qi / 16usize,
-                  __qi % 16usize,
-                );
-                let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                  __sw + (__row * 272usize + __ch * 16) as u32,
-                );
-                let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    o_base_7,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                                + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize;
-                              0usize + ((__pf / 128usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_om,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                          + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                          + ((__warp / 4) % 1usize) * 128usize;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
               }
             }
-            ::kernel_std::__private::device::warp_sync();
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 128usize
-                        + ((__warp / 4) % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          o_base_7,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_om,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      __sv[__v] = o_36[__j];
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 128usize
-                        + ((__warp / 4) % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          o_base_7,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                start_m_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_stride_om,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      __sv[__v] = o_36[__j];
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            start_m_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 128usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 4usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_o_ptr,
-                        __len_o_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_o_ptr,
-                          __len_o_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_o_ptr,
-                          __len_o_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
+            __p += 1;
           }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        });
+      }
+    }
   }
 }
 #[cfg(target_feature = "sm_90a")]

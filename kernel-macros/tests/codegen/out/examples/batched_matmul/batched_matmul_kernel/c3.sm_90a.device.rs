@@ -46,477 +46,1170 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
     if __tid < 4usize && (__tmask >> __tid) & 1 != 0 {
       ::kernel_std::__private::device::prefetch_tensormap(__tma.add(__tid * 128));
     }
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut batch_1: i32 = ::kernel_std::__private::device::program_id(1u32);
+    let mut num_pid_m_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_M,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_n_3: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_N,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_in_group_4: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+      num_pid_n_3,
+    );
+    let mut group_id_5: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      pid_0,
+      num_pid_in_group_4,
+    );
+    let mut first_pid_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      group_id_5,
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut group_size_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        num_pid_m_2,
+        first_pid_m_6,
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut pid_m_8: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      first_pid_m_6,
+      <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, group_size_m_7),
+    );
+    let mut pid_n_9: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::rem(
+        pid_0,
+        num_pid_in_group_4,
+      ),
+      group_size_m_7,
+    );
+    let mut a_base_10: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_a_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(batch_1, __p_stride_ab),
+    );
+    let mut b_base_11: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_b_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(batch_1, __p_stride_bb),
+    );
+    let mut c_base_12: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_c_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(batch_1, __p_stride_cb),
+    );
+    let mut a_ptrs_16_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_17_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut accumulator_18: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut batch_1: i32 = ::kernel_std::__private::device::program_id(1u32);
-        let mut num_pid_m_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_M,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 64usize + ((__warp / 4) % 1usize) * 64usize
+          + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        accumulator_18[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut num_pid_n_3: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_N,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut num_pid_in_group_4: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-          num_pid_n_3,
-        );
-        let mut group_id_5: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          pid_0,
-          num_pid_in_group_4,
-        );
-        let mut first_pid_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          group_id_5,
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut group_size_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            num_pid_m_2,
-            first_pid_m_6,
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut pid_m_8: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          first_pid_m_6,
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            group_size_m_7,
-          ),
-        );
-        let mut pid_n_9: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            num_pid_in_group_4,
-          ),
-          group_size_m_7,
-        );
-        let mut a_base_10: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_a_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            batch_1,
-            __p_stride_ab,
-          ),
-        );
-        let mut b_base_11: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_b_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            batch_1,
-            __p_stride_bb,
-          ),
-        );
-        let mut c_base_12: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_c_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            batch_1,
-            __p_stride_cb,
-          ),
-        );
-        let mut a_ptrs_16_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut b_ptrs_17_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut accumulator_18: [f32; 32usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            accumulator_18[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  64i64,
-                ),
-              ),
-              (1i32),
-            ),
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st16: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_ak,
+        ),
+      );
+      let __st17: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_bk,
+        ),
+      );
+      let (__da0, __db0): (u64, u64) = {
+        let __wg: usize = __warp / 4;
+        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr() + 0usize as u32
+            + ((__wg / 1usize) * 64usize * 128usize) as u32,
+          16usize as u32,
+          1024usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+        );
+        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr()
+            + (0usize + 8192usize) as u32
+            + ((__wg % 1usize) * (64usize / 64usize) * 8192usize) as u32,
+          8192usize as u32,
+          1024usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+        );
+        (__da, __db)
+      };
+      if __tid == 0 {
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 81920usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 81928usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 81936usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 81944usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::mbarrier_init(
+          ::kernel_std::__private::device::smem_addr() + 81952usize as u32,
+          1u32,
+        );
+        ::kernel_std::__private::device::fence_mbarrier_init();
+      }
+      ::kernel_std::__private::device::warp_sync();
+      let (
+        __tmo0,
+        __tin0,
+        __tc0,
+        __tr0,
+        __tdc0,
+        __tdr0,
+        __tW0,
+        __tO0,
+      ): (bool, bool, i64, i64, i64, i64, i64, i64) = if ((__tmask >> 0u32) & 1
+        == 0 && (__tmask >> 1u32) & 1 != 0)
+      {
+        {
+          let __tW: i64 = __p_stride_ak as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            ),
           );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
-          );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_16_off + __it * __st16
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_16_off + __it * __st16
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_16_off + __it * __st16
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 1u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (
+              __tO
+                + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __first,
+              __tO
+                + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __last,
+            );
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_a_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
+              __w,
+            );
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 64i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 64i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 64i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
           } else {
-            0
-          };
-          let __st16: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-              __p_stride_ak,
-            ),
-          );
-          let __st17: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-              __p_stride_bk,
-            ),
-          );
-          let (__da0, __db0): (u64, u64) = {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (0usize + 8192usize) as u32
-                + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                  as u32,
-              8192usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            (__da, __db)
-          };
-          if __tid == 0 {
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 81920usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 81928usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 81936usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 81944usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::mbarrier_init(
-              ::kernel_std::__private::device::smem_addr()
-                + 81952usize as u32,
-              1u32,
-            );
-            ::kernel_std::__private::device::fence_mbarrier_init();
+            (false, false, 0, 0, 0, 0, __tW, __tO)
           }
-          ::kernel_std::__private::device::warp_sync();
-          let (
-            __tmo0,
-            __tin0,
-            __tc0,
-            __tr0,
-            __tdc0,
-            __tdr0,
-            __tW0,
-            __tO0,
-          ): (bool, bool, i64, i64, i64, i64, i64, i64) = if ((__tmask >> 0u32)
-            & 1 == 0 && (__tmask >> 1u32) & 1 != 0)
-          {
-            {
-              let __tW: i64 = __p_stride_ak as i64;
-              let __tO: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = 0usize;
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
+        }
+      } else {
+        {
+          let __tW: i64 = __p_stride_am as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
                       ),
-                      __p_M,
                     ),
-                    __p_stride_am,
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = 0usize;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
-                    __p_stride_ak,
                   ),
+                  __p_M,
                 ),
-              );
-              let __first: i64 = {
-                let __it: i64 = 0;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                a_ptrs_16_off + __it * __st16
-              };
-              let __w: i64 = __tW;
-              if (__tmask >> 1u32) & 1 != 0 && __w > 0
-                && __w <= i32::MAX as i64
-              {
-                let (__ef, __el) = (
-                  __tO
-                    + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __first,
-                  __tO
-                    + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __last,
-                );
-                let __st: i64 = __second - __first;
-                let __len: i64 = __len_a_ptr as i64;
-                let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                  __ef,
-                  __w,
-                );
-                let (__sq, __sr) = if __st >= 0 && __st < __w {
-                  (0i64, __st)
-                } else {
-                  ::kernel_std::__private::device::divrem(__st, __w)
-                };
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
-                let __starts = |__r: i64| (__r + 1) * __w <= __len;
-                let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                  let __rl = __rf + __nm * __sq;
-                  let __rows = (__inside(__rf)
-                    && (__inside(__rl)
-                      || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                    || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
-                } else if __sq == 0 && __st > 0 {
-                  let __cl = __cf + __nm * __st;
-                  let __cols = __cl + 64i64 <= __w
-                    || (__cl < __w
-                      && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
-                } else {
-                  let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                    __el,
-                    __w,
-                  );
-                  (
-                    0i64,
-                    __st,
-                    __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
-                    __inside(__rf) && __inside(__rl),
-                    __rl,
-                  )
-                };
-                let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                  && __rl + 64i64 <= i32::MAX as i64;
-                (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-              } else {
-                (false, false, 0, 0, 0, 0, __tW, __tO)
-              }
-            }
-          } else {
-            {
-              let __tW: i64 = __p_stride_am as i64;
-              let __tO: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = 0usize;
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ),
-                    __p_stride_am,
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
                   ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = 0usize;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    __p_stride_ak,
-                  ),
-                ),
-              );
-              let __first: i64 = {
-                let __it: i64 = 0;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                a_ptrs_16_off + __it * __st16
-              };
-              let __w: i64 = __tW;
-              if (__tmask >> 0u32) & 1 != 0 && __w > 0
-                && __w <= i32::MAX as i64
-              {
-                let (__ef, __el) = (
-                  __tO
-                    + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __first,
-                  __tO
-                    + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __last,
-                );
-                let __st: i64 = __second - __first;
-                let __len: i64 = __len_a_ptr as i64;
-                let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                  __ef,
-                  __w,
-                );
-                let (__sq, __sr) = if __st >= 0 && __st < __w {
-                  (0i64, __st)
-                } else {
-                  ::kernel_std::__private::device::divrem(__st, __w)
-                };
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
-                let __starts = |__r: i64| (__r + 1) * __w <= __len;
-                let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                  let __rl = __rf + __nm * __sq;
-                  let __rows = (__inside(__rf)
-                    && (__inside(__rl)
-                      || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                    || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
-                } else if __sq == 0 && __st > 0 {
-                  let __cl = __cf + __nm * __st;
-                  let __cols = __cl + 64i64 <= __w
-                    || (__cl < __w
-                      && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
-                } else {
-                  let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                    __el,
-                    __w,
-                  );
-                  (
-                    0i64,
-                    __st,
-                    __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
-                    __inside(__rf) && __inside(__rl),
-                    __rl,
-                  )
-                };
-                let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                  && __rl + 64i64 <= i32::MAX as i64;
-                (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-              } else {
-                (false, false, 0, 0, 0, 0, __tW, __tO)
-              }
-            }
+                __p_stride_ak,
+              ),
+            ),
+          );
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_16_off + __it * __st16
           };
-          let (
-            __tmo1,
-            __tin1,
-            __tc1,
-            __tr1,
-            __tdc1,
-            __tdr1,
-            __tW1,
-            __tO1,
-          ): (bool, bool, i64, i64, i64, i64, i64, i64) = if ((__tmask >> 2u32)
-            & 1 == 0 && (__tmask >> 3u32) & 1 != 0)
-          {
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_16_off + __it * __st16
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_16_off + __it * __st16
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 0u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (
+              __tO
+                + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __first,
+              __tO
+                + (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __last,
+            );
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_a_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
+              __w,
+            );
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 64i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 64i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 64i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+          } else {
+            (false, false, 0, 0, 0, 0, __tW, __tO)
+          }
+        }
+      };
+      let (
+        __tmo1,
+        __tin1,
+        __tc1,
+        __tr1,
+        __tdc1,
+        __tdr1,
+        __tW1,
+        __tO1,
+      ): (bool, bool, i64, i64, i64, i64, i64, i64) = if ((__tmask >> 2u32) & 1
+        == 0 && (__tmask >> 3u32) & 1 != 0)
+      {
+        {
+          let __tW: i64 = __p_stride_bn as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          );
+          let __first: i64 = {
+            let __it: i64 = 0;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            b_ptrs_17_off + __it * __st17
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 3u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (
+              __tO
+                + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __first,
+              __tO
+                + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __last,
+            );
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_b_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
+              __w,
+            );
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 64i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 64i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 64i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+          } else {
+            (false, false, 0, 0, 0, 0, __tW, __tO)
+          }
+        }
+      } else {
+        {
+          let __tW: i64 = __p_stride_bk as i64;
+          let __tO: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = 0usize;
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = 0usize;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            ),
+          );
+          let __first: i64 = {
+            let __it: i64 = 0;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            b_ptrs_17_off + __it * __st17
+          };
+          let __w: i64 = __tW;
+          if (__tmask >> 2u32) & 1 != 0 && __w > 0 && __w <= i32::MAX as i64 {
+            let (__ef, __el) = (
+              __tO
+                + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __first,
+              __tO
+                + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
+                  as i64)
+                  / (::core::mem::size_of::<
+                    ::kernel_std::__private::device::F16,
+                  >() as i64) + __last,
+            );
+            let __st: i64 = __second - __first;
+            let __len: i64 = __len_b_ptr as i64;
+            let (__rf, __cf) = ::kernel_std::__private::device::divrem(
+              __ef,
+              __w,
+            );
+            let (__sq, __sr) = if __st >= 0 && __st < __w {
+              (0i64, __st)
+            } else {
+              ::kernel_std::__private::device::divrem(__st, __w)
+            };
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
+            let __starts = |__r: i64| (__r + 1) * __w <= __len;
+            let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
+              let __rl = __rf + __nm * __sq;
+              let __rows = (__inside(__rf)
+                && (__inside(__rl)
+                  || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
+                || (__nm == 0 && __starts(__rf));
+              (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
+            } else if __sq == 0 && __st > 0 {
+              let __cl = __cf + __nm * __st;
+              let __cols = __cl + 64i64 <= __w
+                || (__cl < __w
+                  && (__nm == 0 || __cl - __st + 64i64 <= __w));
+              (0i64, __st, __cols, __inside(__rf), __rf)
+            } else {
+              let (__rl, __cl) = ::kernel_std::__private::device::divrem(
+                __el,
+                __w,
+              );
+              (
+                0i64,
+                __st,
+                __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
+                __inside(__rf) && __inside(__rl),
+                __rl,
+              )
+            };
+            let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
+              && __rl + 64i64 <= i32::MAX as i64;
+            (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
+          } else {
+            (false, false, 0, 0, 0, 0, __tW, __tO)
+          }
+        }
+      };
+      let __spec: bool = __n > 0 && __tmo0 && __tmo1;
+      if __tid == 0 && __spec {
+        let mut __pi: i64 = 0;
+        while __pi < 3i64 {
+          if __pi < __n {
             {
-              let __tW: i64 = __p_stride_bn as i64;
-              let __tO: i64 = ::kernel_std::__private::device::cast::<
+              let __it: i64 = __pi;
+              let __buf: usize = __pi as usize;
+              let __bar: u32 = ::kernel_std::__private::device::smem_addr()
+                + (81920usize + __buf * 8) as u32;
+              ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
+                __bar,
+                16384u32,
+              );
+              if !((__tmask >> 0u32) & 1 == 0
+                && (__tmask >> 1u32) & 1 != 0)
+              {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __buf * 16384usize) as u32,
+                  __tma.add(0u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              } else {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __buf * 16384usize) as u32,
+                  __tma.add(1u32 as usize * 128),
+                  __bar,
+                  (__tc0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr0 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
+                );
+              }
+              if !((__tmask >> 2u32) & 1 == 0
+                && (__tmask >> 3u32) & 1 != 0)
+              {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __buf * 16384usize) as u32,
+                  __tma.add(2u32 as usize * 128),
+                  __bar,
+                  (__tc1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                );
+              } else {
+                ::kernel_std::__private::device::tma_load_2d(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __buf * 16384usize) as u32,
+                  __tma.add(3u32 as usize * 128),
+                  __bar,
+                  (__tc1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
+                    .wrapping_add(0i64 as i32),
+                  (__tr1 as i32)
+                    .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
+                );
+              }
+            }
+          }
+          __pi += 1;
+        }
+      }
+      let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
+        && (__tmask >> 1u32) & 1 != 0)
+      {
+        __tin0
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+            let mut __ok: bool = true;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_M,
+                    ),
+                  )
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((0usize) as i32),
+                        ),
+                        __p_M,
+                      ),
+                    ),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >((0i32).wrapping_add((__r) as i32))
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((0usize) as i32)),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            __ok = __ok && __tO >= i32::MIN as i64
+              && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+            __ok
+          }
+          && {
+            let __w: i64 = __tW0;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc0 + __nm * __tdc0,
+              __tr0 + __nm * __tdr0,
+            );
+            let mut __ok: bool = true;
+            if __cL + 64i64 > __w
+              || (__rL + 64i64) * __w > __len_a_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_a_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
+                } else {
+                  __w - __cL
+                };
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
+                } else {
+                  0
+                };
+                while __j < 64usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__j * 64usize + __r);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
+              }
+            }
+            __ok
+          }
+      } else {
+        __tin0
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
+            let mut __ok: bool = true;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              let __v0: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                ),
+              );
+              let __v1: i64 = ::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 63usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 63usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                ),
+              );
+              __ok = __ok
+                && (0i64)
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(__p_stride_ak)
+                      .wrapping_mul(1i64),
+                  ) == 1i64 && __v1 - __v0 == 63i64
+                && __v0 == __tO + (__r as i64) * __tW;
+              __r += 128usize;
+            }
+            __ok
+          }
+          && {
+            let __w: i64 = __tW0;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc0 + __nm * __tdc0,
+              __tr0 + __nm * __tdr0,
+            );
+            let mut __ok: bool = true;
+            if __cL + 64i64 > __w
+              || (__rL + 64i64) * __w > __len_a_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_a_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 96usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
+                } else {
+                  __w - __cL
+                };
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
+                } else {
+                  0
+                };
+                while __j < 64usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __j);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
+              }
+            }
+            __ok
+          }
+      };
+      let __tok1: bool = if ((__tmask >> 2u32) & 1 == 0
+        && (__tmask >> 3u32) & 1 != 0)
+      {
+        __tin1
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
+            let mut __ok: bool = true;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 32usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >((0i32).wrapping_add((__r) as i32))
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((0usize) as i32)),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 32usize) % 128usize;
+            while __r < __nr {
+              __ok = __ok
+                && ::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__r) as i32),
+                      ),
+                      __p_N,
+                    ),
+                  )
+                  .wrapping_sub(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((0usize) as i32),
+                        ),
+                        __p_N,
+                      ),
+                    ),
+                  ) == __r as i64;
+              __r += 128usize;
+            }
+            __ok = __ok && __tO >= i32::MIN as i64
+              && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
+            __ok
+          }
+          && {
+            let __w: i64 = __tW1;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc1 + __nm * __tdc1,
+              __tr1 + __nm * __tdr1,
+            );
+            let mut __ok: bool = true;
+            if __cL + 64i64 > __w
+              || (__rL + 64i64) * __w > __len_b_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_b_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
+                } else {
+                  __w - __cL
+                };
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
+                } else {
+                  0
+                };
+                while __j < 64usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__j * 64usize + __r);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
+              }
+            }
+            __ok
+          }
+      } else {
+        __tin1
+          && {
+            let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
+            let mut __ok: bool = true;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 32usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              let __v0: i64 = ::kernel_std::__private::device::cast::<
                 i32,
                 i64,
               >(
@@ -525,7 +1218,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = 0usize;
+                          let __pf: usize = (__f0);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -543,7 +1236,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = 0usize;
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -554,87 +1247,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 ),
               );
-              let __first: i64 = {
-                let __it: i64 = 0;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                b_ptrs_17_off + __it * __st17
-              };
-              let __w: i64 = __tW;
-              if (__tmask >> 3u32) & 1 != 0 && __w > 0
-                && __w <= i32::MAX as i64
-              {
-                let (__ef, __el) = (
-                  __tO
-                    + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __first,
-                  __tO
-                    + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __last,
-                );
-                let __st: i64 = __second - __first;
-                let __len: i64 = __len_b_ptr as i64;
-                let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                  __ef,
-                  __w,
-                );
-                let (__sq, __sr) = if __st >= 0 && __st < __w {
-                  (0i64, __st)
-                } else {
-                  ::kernel_std::__private::device::divrem(__st, __w)
-                };
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
-                let __starts = |__r: i64| (__r + 1) * __w <= __len;
-                let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                  let __rl = __rf + __nm * __sq;
-                  let __rows = (__inside(__rf)
-                    && (__inside(__rl)
-                      || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                    || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
-                } else if __sq == 0 && __st > 0 {
-                  let __cl = __cf + __nm * __st;
-                  let __cols = __cl + 64i64 <= __w
-                    || (__cl < __w
-                      && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
-                } else {
-                  let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                    __el,
-                    __w,
-                  );
-                  (
-                    0i64,
-                    __st,
-                    __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
-                    __inside(__rf) && __inside(__rl),
-                    __rl,
-                  )
-                };
-                let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                  && __rl + 64i64 <= i32::MAX as i64;
-                (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-              } else {
-                (false, false, 0, 0, 0, 0, __tW, __tO)
-              }
-            }
-          } else {
-            {
-              let __tW: i64 = __p_stride_bk as i64;
-              let __tO: i64 = ::kernel_std::__private::device::cast::<
+              let __v1: i64 = ::kernel_std::__private::device::cast::<
                 i32,
                 i64,
               >(
@@ -643,7 +1256,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = 0usize;
+                          let __pf: usize = (__f0 + 63usize);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -661,7 +1274,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = 0usize;
+                              let __pf: usize = (__f0 + 63usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -672,92 +1285,1084 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   ),
                 ),
               );
-              let __first: i64 = {
-                let __it: i64 = 0;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                b_ptrs_17_off + __it * __st17
-              };
-              let __w: i64 = __tW;
-              if (__tmask >> 2u32) & 1 != 0 && __w > 0
-                && __w <= i32::MAX as i64
-              {
-                let (__ef, __el) = (
-                  __tO
-                    + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __first,
-                  __tO
-                    + (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
-                      as i64)
-                      / (::core::mem::size_of::<
-                        ::kernel_std::__private::device::F16,
-                      >() as i64) + __last,
-                );
-                let __st: i64 = __second - __first;
-                let __len: i64 = __len_b_ptr as i64;
-                let (__rf, __cf) = ::kernel_std::__private::device::divrem(
-                  __ef,
-                  __w,
-                );
-                let (__sq, __sr) = if __st >= 0 && __st < __w {
-                  (0i64, __st)
+              __ok = __ok
+                && (0i64)
+                  .wrapping_add(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(__p_stride_bn)
+                      .wrapping_mul(1i64),
+                  ) == 1i64
+                && ((0i64).wrapping_add(1i64) == 1i64
+                  && ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 63usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                    .wrapping_sub(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_9,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      ),
+                    ) == 63i64) && __v1 - __v0 == 63i64
+                && __v0 == __tO + (__r as i64) * __tW;
+              __r += 128usize;
+            }
+            __ok
+          }
+          && {
+            let __w: i64 = __tW1;
+            let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
+            let (__cL, __rL): (i64, i64) = (
+              __tc1 + __nm * __tdc1,
+              __tr1 + __nm * __tdr1,
+            );
+            let mut __ok: bool = true;
+            if __cL + 64i64 > __w
+              || (__rL + 64i64) * __w > __len_b_ptr as i64
+            {
+              ::core::hint::cold_path();
+              let __h: i64 = (__len_b_ptr as i64) / __w;
+              let __it: i64 = __nm;
+              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+                64usize,
+              );
+              let mut __r: usize = (__tid + 32usize) % 128usize;
+              while __r < __nr {
+                let __f0: usize = __r * 64usize;
+                let __j0: i64 = if __rL + (__r as i64) >= __h {
+                  0
                 } else {
-                  ::kernel_std::__private::device::divrem(__st, __w)
+                  __w - __cL
                 };
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let __inside = |__r: i64| (__r + 64i64) * __w <= __len;
-                let __starts = |__r: i64| (__r + 1) * __w <= __len;
-                let (__dr, __dc, __cols, __rows, __rl) = if __sr == 0 {
-                  let __rl = __rf + __nm * __sq;
-                  let __rows = (__inside(__rf)
-                    && (__inside(__rl)
-                      || (__sq > 0 && __inside(__rl - __sq) && __starts(__rl))))
-                    || (__nm == 0 && __starts(__rf));
-                  (__sq, 0i64, __cf + 64i64 <= __w, __rows, __rl)
-                } else if __sq == 0 && __st > 0 {
-                  let __cl = __cf + __nm * __st;
-                  let __cols = __cl + 64i64 <= __w
-                    || (__cl < __w
-                      && (__nm == 0 || __cl - __st + 64i64 <= __w));
-                  (0i64, __st, __cols, __inside(__rf), __rf)
+                let mut __j: usize = if __j0 > 0 {
+                  __j0 as usize
                 } else {
-                  let (__rl, __cl) = ::kernel_std::__private::device::divrem(
-                    __el,
-                    __w,
-                  );
-                  (
-                    0i64,
-                    __st,
-                    __rf == __rl && __cf + 64i64 <= __w && __cl + 64i64 <= __w,
-                    __inside(__rf) && __inside(__rl),
-                    __rl,
-                  )
+                  0
                 };
-                let __ok: bool = __cols && __rows && __ef >= 0 && __el >= 0
-                  && __rl + 64i64 <= i32::MAX as i64;
-                (true, __ok, __cf, __rf, __dc, __dr, __tW, __tO)
-              } else {
-                (false, false, 0, 0, 0, 0, __tW, __tO)
+                while __j < 64usize {
+                  __ok = __ok
+                    && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __j);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ));
+                  __j += 1;
+                }
+                __r += 128usize;
               }
             }
-          };
-          let __spec: bool = __n > 0 && __tmo0 && __tmo1;
-          if __tid == 0 && __spec {
-            let mut __pi: i64 = 0;
-            while __pi < 3i64 {
-              if __pi < __n {
+            __ok
+          }
+      };
+      let mut __mall: bool = __n > 0;
+      let mut __mmid: bool = true;
+      if __n > 0 {
+        {
+          let __it: i64 = 0;
+          let k_19: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            64usize,
+          );
+          let mut __r: usize = (__tid + 96usize) % 128usize;
+          while __r < __nr {
+            let __f0: usize = __r * 64usize;
+            __mall = __mall
+              && ({
+                let __x9 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  );
+                let __x10 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 63usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  );
+                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_19,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                );
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x10,
+                  __x9,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x10,
+                    __c11,
+                  )
+              });
+            __r += 128usize;
+          }
+        }
+        {
+          let __it: i64 = __n - 1;
+          let k_19: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            64usize,
+          );
+          let mut __r: usize = (__tid + 96usize) % 128usize;
+          while __r < __nr {
+            let __f0: usize = __r * 64usize;
+            __mall = __mall
+              && ({
+                let __x9 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  );
+                let __x10 = (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 63usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  );
+                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_19,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                );
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x10,
+                  __x9,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x10,
+                    __c11,
+                  )
+              });
+            __r += 128usize;
+          }
+        }
+        if !__mall && __n >= 2 {
+          {
+            let __it: i64 = 0;
+            let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mmid = __mmid
+                && ({
+                  let __x9 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    );
+                  let __x10 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 63usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_19,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x10,
+                    __x9,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x10,
+                      __c11,
+                    )
+                });
+              __r += 128usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 2;
+            let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 96usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mmid = __mmid
+                && ({
+                  let __x9 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    );
+                  let __x10 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 63usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_19,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x10,
+                    __x9,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x10,
+                      __c11,
+                    )
+                });
+              __r += 128usize;
+            }
+          }
+        }
+        {
+          let __it: i64 = 0;
+          let k_19: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            64usize,
+          );
+          let mut __r: usize = (__tid + 32usize) % 128usize;
+          while __r < __nr {
+            let __f0: usize = __r * 64usize;
+            __mall = __mall
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_19,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                ),
+              ));
+            __r += 128usize;
+          }
+        }
+        {
+          let __it: i64 = __n - 1;
+          let k_19: i32 = ((__start as i64) + __it * (__step as i64)) as i32;
+          let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+            64usize,
+          );
+          let mut __r: usize = (__tid + 32usize) % 128usize;
+          while __r < __nr {
+            let __f0: usize = __r * 64usize;
+            __mall = __mall
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Num>::sub(
+                  __p_K,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    k_19,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                ),
+              ));
+            __r += 128usize;
+          }
+        }
+        if !__mall && __n >= 2 {
+          {
+            let __it: i64 = 0;
+            let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 32usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mmid = __mmid
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_19,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  ),
+                ));
+              __r += 128usize;
+            }
+          }
+          {
+            let __it: i64 = __n - 2;
+            let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+              as i32;
+            let __nr: usize = ::kernel_std::__private::device::opaque_usize(
+              64usize,
+            );
+            let mut __r: usize = (__tid + 32usize) % 128usize;
+            while __r < __nr {
+              let __f0: usize = __r * 64usize;
+              __mmid = __mmid
+                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_19,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  ),
+                ));
+              __r += 128usize;
+            }
+          }
+        }
+      }
+      let __mmid: bool = __mall || __mmid;
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 81968usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(81968usize) as *mut u32,
+          1u32,
+        );
+      }
+      let __tma_go: bool = ::kernel_std::__private::device::bar_and(
+        true && __tok0 && __tok1,
+      );
+      let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
+      let __fixlast: bool = ::kernel_std::__private::device::bar_and(__mmid);
+      if __tma_go {
+        {
+          let (__da0, __db0): (u64, u64) = if true
+            && !((__tmask >> 0u32) & 1 == 0 && (__tmask >> 1u32) & 1 != 0)
+            && !((__tmask >> 2u32) & 1 == 0 && (__tmask >> 3u32) & 1 != 0)
+          {
+            { (__da0, __db0) }
+          } else {
+            if true
+              && !((__tmask >> 0u32) & 1 == 0
+                && (__tmask >> 1u32) & 1 != 0)
+              && ((__tmask >> 2u32) & 1 == 0 && (__tmask >> 3u32) & 1 != 0)
+            {
+              {
+                let (__da0, __db0): (u64, u64) = {
+                  let __wg: usize = __warp / 4;
+                  let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                    ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                      + ((__wg / 1usize) * 64usize * 128usize) as u32,
+                    16usize as u32,
+                    1024usize as u32,
+                    ::kernel_std::__private::device::wgmma_swizzle_mode(
+                      128usize,
+                    ),
+                  );
+                  let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                    ::kernel_std::__private::device::smem_addr()
+                      + (0usize + 8192usize) as u32
+                      + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                    16usize as u32,
+                    1024usize as u32,
+                    ::kernel_std::__private::device::wgmma_swizzle_mode(
+                      128usize,
+                    ),
+                  );
+                  (__da, __db)
+                };
+                (__da0, __db0)
+              }
+            } else {
+              if true
+                && ((__tmask >> 0u32) & 1 == 0
+                  && (__tmask >> 1u32) & 1 != 0)
+                && !((__tmask >> 2u32) & 1 == 0
+                  && (__tmask >> 3u32) & 1 != 0)
+              {
                 {
-                  let __it: i64 = __pi;
-                  let __buf: usize = __pi as usize;
+                  let (__da0, __db0): (u64, u64) = {
+                    let __wg: usize = __warp / 4;
+                    let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                      ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                        + ((__wg / 1usize) * (64usize / 64usize) * 8192usize)
+                          as u32,
+                      8192usize as u32,
+                      1024usize as u32,
+                      ::kernel_std::__private::device::wgmma_swizzle_mode(
+                        128usize,
+                      ),
+                    );
+                    let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (0usize + 8192usize) as u32
+                        + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                          as u32,
+                      8192usize as u32,
+                      1024usize as u32,
+                      ::kernel_std::__private::device::wgmma_swizzle_mode(
+                        128usize,
+                      ),
+                    );
+                    (__da, __db)
+                  };
+                  (__da0, __db0)
+                }
+              } else {
+                {
+                  let (__da0, __db0): (u64, u64) = {
+                    let __wg: usize = __warp / 4;
+                    let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+                      ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                        + ((__wg / 1usize) * (64usize / 64usize) * 8192usize)
+                          as u32,
+                      8192usize as u32,
+                      1024usize as u32,
+                      ::kernel_std::__private::device::wgmma_swizzle_mode(
+                        128usize,
+                      ),
+                    );
+                    let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+                      ::kernel_std::__private::device::smem_addr()
+                        + (0usize + 8192usize) as u32
+                        + ((__wg % 1usize) * 64usize * 128usize) as u32,
+                      16usize as u32,
+                      1024usize as u32,
+                      ::kernel_std::__private::device::wgmma_swizzle_mode(
+                        128usize,
+                      ),
+                    );
+                    (__da, __db)
+                  };
+                  (__da0, __db0)
+                }
+              }
+            }
+          };
+          if __n > 0 {
+            let __bars: u32 = ::kernel_std::__private::device::smem_addr()
+              + 81920usize as u32;
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __par: u32 = 0;
+            let mut __nbu: u32 = 3u32;
+            while __ci < __n {
+              let __cb: usize = __cbu as usize;
+              ::kernel_std::__private::device::mbarrier_wait(
+                __bars + __cbu * 8,
+                __par,
+              );
+              let __fix: bool = !__nofix
+                && (!__fixlast || __ci + 1 == __n);
+              if __fix {
+                let mut __fx: bool = false;
+                {
+                  let __it: i64 = __ci;
+                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  if !((__tmask >> 0u32) & 1 == 0
+                    && (__tmask >> 1u32) & 1 != 0)
+                  {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      4usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 512usize {
+                        let __f0: usize = __c * 8;
+                        if !({
+                          let __x6 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x7 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x7,
+                            __x6,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x7,
+                              __c8,
+                            )
+                        }) {
+                          let __sp = __smem
+                            .add(
+                              0usize + __cb * 16384usize
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 64usize;
+                                    __r * 64usize
+                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2,
+                            ) as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_19,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __sp.add(__i),
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
+                        }
+                      }
+                      __jc += 1;
+                    }
+                  } else {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      4usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 512usize {
+                        let __f0: usize = __c * 8;
+                        if !({
+                          let __x6 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __x7 = (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            );
+                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          );
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x7,
+                            __x6,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x7,
+                              __c8,
+                            )
+                        }) {
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_19,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __smem
+                                  .add(
+                                    0usize + __cb * 16384usize
+                                      + (({
+                                        let __sf: usize = ((__f0 + __i) % 64usize) * 64usize
+                                          + (__f0 + __i) / 64usize;
+                                        ({
+                                          let __r: usize = __sf / 64usize;
+                                          __r * 64usize
+                                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                        }) + __sf % 8
+                                      })) * 2,
+                                  ) as *mut ::kernel_std::__private::device::F16,
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
+                        }
+                      }
+                      __jc += 1;
+                    }
+                  }
+                  if !((__tmask >> 2u32) & 1 == 0
+                    && (__tmask >> 3u32) & 1 != 0)
+                  {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      4usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 512usize {
+                        let __f0: usize = __c * 8;
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        )) {
+                          let __sp = __smem
+                            .add(
+                              8192usize + __cb * 16384usize
+                                + (({
+                                  let __sf: usize = __f0;
+                                  ({
+                                    let __r: usize = __sf / 64usize;
+                                    __r * 64usize
+                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                  }) + __sf % 8
+                                })) * 2,
+                            ) as *mut ::kernel_std::__private::device::F16;
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_19,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __sp.add(__i),
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
+                        }
+                      }
+                      __jc += 1;
+                    }
+                  } else {
+                    let __njc: usize = ::kernel_std::__private::device::opaque_usize(
+                      4usize,
+                    );
+                    let mut __jc: usize = 0;
+                    while __jc < __njc {
+                      let __c: usize = __jc * 128usize + __tid;
+                      if __c < 512usize {
+                        let __f0: usize = __c * 8;
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        )) {
+                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                            8,
+                          );
+                          let mut __i: usize = 0;
+                          while __i < __ne {
+                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              <i32 as ::kernel_std::__private::device::Num>::sub(
+                                __p_K,
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  k_19,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                              ),
+                            )) {
+                              ::kernel_std::__private::device::store(
+                                __smem
+                                  .add(
+                                    8192usize + __cb * 16384usize
+                                      + (({
+                                        let __sf: usize = ((__f0 + __i) % 64usize) * 64usize
+                                          + (__f0 + __i) / 64usize;
+                                        ({
+                                          let __r: usize = __sf / 64usize;
+                                          __r * 64usize
+                                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                                        }) + __sf % 8
+                                      })) * 2,
+                                  ) as *mut ::kernel_std::__private::device::F16,
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                ),
+                              );
+                            }
+                            __i += 1;
+                          }
+                          __fx = true;
+                        }
+                      }
+                      __jc += 1;
+                    }
+                  }
+                }
+                if __fx {
+                  ::kernel_std::__private::device::fence_proxy_async();
+                }
+              }
+              ::kernel_std::__private::device::bar_sync();
+              if true
+                && !((__tmask >> 0u32) & 1 == 0
+                  && (__tmask >> 1u32) & 1 != 0)
+                && !((__tmask >> 2u32) & 1 == 0
+                  && (__tmask >> 3u32) & 1 != 0)
+              {
+                {
+                  let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                  let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                  ::kernel_std::__private::device::wgmma_fence();
+                  ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                    32usize,
+                    0usize,
+                    0u32,
+                    1u32,
+                  >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                  ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                    32usize,
+                    0usize,
+                    0u32,
+                    1u32,
+                  >(&mut accumulator_18, __da + 2u64, __db + 128u64);
+                  ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                    32usize,
+                    0usize,
+                    0u32,
+                    1u32,
+                  >(&mut accumulator_18, __da + 4u64, __db + 256u64);
+                  ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                    32usize,
+                    0usize,
+                    0u32,
+                    1u32,
+                  >(&mut accumulator_18, __da + 6u64, __db + 384u64);
+                  ::kernel_std::__private::device::wgmma_commit();
+                }
+              } else {
+                if true
+                  && !((__tmask >> 0u32) & 1 == 0
+                    && (__tmask >> 1u32) & 1 != 0)
+                  && ((__tmask >> 2u32) & 1 == 0
+                    && (__tmask >> 3u32) & 1 != 0)
+                {
+                  {
+                    let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                    let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                    ::kernel_std::__private::device::wgmma_fence();
+                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                      32usize,
+                      0usize,
+                      0u32,
+                      0u32,
+                    >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                      32usize,
+                      0usize,
+                      0u32,
+                      0u32,
+                    >(&mut accumulator_18, __da + 2u64, __db + 2u64);
+                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                      32usize,
+                      0usize,
+                      0u32,
+                      0u32,
+                    >(&mut accumulator_18, __da + 4u64, __db + 4u64);
+                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                      32usize,
+                      0usize,
+                      0u32,
+                      0u32,
+                    >(&mut accumulator_18, __da + 6u64, __db + 6u64);
+                    ::kernel_std::__private::device::wgmma_commit();
+                  }
+                } else {
+                  if true
+                    && ((__tmask >> 0u32) & 1 == 0
+                      && (__tmask >> 1u32) & 1 != 0)
+                    && !((__tmask >> 2u32) & 1 == 0
+                      && (__tmask >> 3u32) & 1 != 0)
+                  {
+                    {
+                      let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                      let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                      ::kernel_std::__private::device::wgmma_fence();
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        1u32,
+                      >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        1u32,
+                      >(&mut accumulator_18, __da + 128u64, __db + 128u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        1u32,
+                      >(&mut accumulator_18, __da + 256u64, __db + 256u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        1u32,
+                      >(&mut accumulator_18, __da + 384u64, __db + 384u64);
+                      ::kernel_std::__private::device::wgmma_commit();
+                    }
+                  } else {
+                    {
+                      let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                      let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                      ::kernel_std::__private::device::wgmma_fence();
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        0u32,
+                      >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        0u32,
+                      >(&mut accumulator_18, __da + 128u64, __db + 2u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        0u32,
+                      >(&mut accumulator_18, __da + 256u64, __db + 4u64);
+                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                        32usize,
+                        0usize,
+                        1u32,
+                        0u32,
+                      >(&mut accumulator_18, __da + 384u64, __db + 6u64);
+                      ::kernel_std::__private::device::wgmma_commit();
+                    }
+                  }
+                }
+              }
+              let __nx: i64 = __ci + 3i64;
+              if __tid == 0 && __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let __buf: usize = __nbu as usize;
                   let __bar: u32 = ::kernel_std::__private::device::smem_addr()
                     + (81920usize + __buf * 8) as u32;
                   ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
@@ -820,1708 +2425,418 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                   }
                 }
               }
-              __pi += 1;
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              if __cbu + 1 == 5u32 {
+                __cbu = 0;
+                __par ^= 1;
+              } else {
+                __cbu += 1;
+              }
+              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
             }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut accumulator_18);
           }
-          let __tok0: bool = if ((__tmask >> 0u32) & 1 == 0
-            && (__tmask >> 1u32) & 1 != 0)
-          {
-            __tin0
-              && {
-                let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_M,
-                        ),
-                      )
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((0usize) as i32),
-                            ),
-                            __p_M,
-                          ),
-                        ),
-                      ) == __r as i64;
-                  __r += 128usize;
-                }
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >((0i32).wrapping_add((__r) as i32))
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >((0i32).wrapping_add((0usize) as i32)),
-                      ) == __r as i64;
-                  __r += 128usize;
-                }
-                __ok = __ok && __tO >= i32::MIN as i64
-                  && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                __ok
-              }
-              && {
-                let __w: i64 = __tW0;
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let (__cL, __rL): (i64, i64) = (
-                  __tc0 + __nm * __tdc0,
-                  __tr0 + __nm * __tdr0,
-                );
-                let mut __ok: bool = true;
-                if __cL + 64i64 > __w
-                  || (__rL + 64i64) * __w > __len_a_ptr as i64
-                {
-                  ::core::hint::cold_path();
-                  let __h: i64 = (__len_a_ptr as i64) / __w;
-                  let __it: i64 = __nm;
-                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__j * 64usize + __r);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_19,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
-                  }
-                }
-                __ok
-              }
-          } else {
-            __tin0
-              && {
-                let (__tW, __tO): (i64, i64) = (__tW0, __tO0);
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  let __v0: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  );
-                  let __v1: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 63usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    ),
-                  );
-                  __ok = __ok
-                    && (0i64)
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(__p_stride_ak)
-                          .wrapping_mul(1i64),
-                      ) == 1i64 && __v1 - __v0 == 63i64
-                    && __v0 == __tO + (__r as i64) * __tW;
-                  __r += 128usize;
-                }
-                __ok
-              }
-              && {
-                let __w: i64 = __tW0;
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let (__cL, __rL): (i64, i64) = (
-                  __tc0 + __nm * __tdc0,
-                  __tr0 + __nm * __tdr0,
-                );
-                let mut __ok: bool = true;
-                if __cL + 64i64 > __w
-                  || (__rL + 64i64) * __w > __len_a_ptr as i64
-                {
-                  ::core::hint::cold_path();
-                  let __h: i64 = (__len_a_ptr as i64) / __w;
-                  let __it: i64 = __nm;
-                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 96usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_19,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
-                  }
-                }
-                __ok
-              }
-          };
-          let __tok1: bool = if ((__tmask >> 2u32) & 1 == 0
-            && (__tmask >> 3u32) & 1 != 0)
-          {
-            __tin1
-              && {
-                let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >((0i32).wrapping_add((__r) as i32))
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >((0i32).wrapping_add((0usize) as i32)),
-                      ) == __r as i64;
-                  __r += 128usize;
-                }
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  __ok = __ok
-                    && ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32).wrapping_add((__r) as i32),
-                          ),
-                          __p_N,
-                        ),
-                      )
-                      .wrapping_sub(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((0usize) as i32),
-                            ),
-                            __p_N,
-                          ),
-                        ),
-                      ) == __r as i64;
-                  __r += 128usize;
-                }
-                __ok = __ok && __tO >= i32::MIN as i64
-                  && __tO + 63i64 + 63i64 * __tW <= i32::MAX as i64;
-                __ok
-              }
-              && {
-                let __w: i64 = __tW1;
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let (__cL, __rL): (i64, i64) = (
-                  __tc1 + __nm * __tdc1,
-                  __tr1 + __nm * __tdr1,
-                );
-                let mut __ok: bool = true;
-                if __cL + 64i64 > __w
-                  || (__rL + 64i64) * __w > __len_b_ptr as i64
-                {
-                  ::core::hint::cold_path();
-                  let __h: i64 = (__len_b_ptr as i64) / __w;
-                  let __it: i64 = __nm;
-                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__j * 64usize + __r);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_19,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
-                  }
-                }
-                __ok
-              }
-          } else {
-            __tin1
-              && {
-                let (__tW, __tO): (i64, i64) = (__tW1, __tO1);
-                let mut __ok: bool = true;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  let __v0: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  );
-                  let __v1: i64 = ::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 63usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 63usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    ),
-                  );
-                  __ok = __ok
-                    && (0i64)
-                      .wrapping_add(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >(__p_stride_bn)
-                          .wrapping_mul(1i64),
-                      ) == 1i64
-                    && ((0i64).wrapping_add(1i64) == 1i64
-                      && ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                          <i32 as ::kernel_std::__private::device::Num>::rem(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_n_9,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 63usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                        .wrapping_sub(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                          ),
-                        ) == 63i64) && __v1 - __v0 == 63i64
-                    && __v0 == __tO + (__r as i64) * __tW;
-                  __r += 128usize;
-                }
-                __ok
-              }
-              && {
-                let __w: i64 = __tW1;
-                let __nm: i64 = if __n > 0 { __n - 1 } else { 0 };
-                let (__cL, __rL): (i64, i64) = (
-                  __tc1 + __nm * __tdc1,
-                  __tr1 + __nm * __tdr1,
-                );
-                let mut __ok: bool = true;
-                if __cL + 64i64 > __w
-                  || (__rL + 64i64) * __w > __len_b_ptr as i64
-                {
-                  ::core::hint::cold_path();
-                  let __h: i64 = (__len_b_ptr as i64) / __w;
-                  let __it: i64 = __nm;
-                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                    64usize,
-                  );
-                  let mut __r: usize = (__tid + 32usize) % 128usize;
-                  while __r < __nr {
-                    let __f0: usize = __r * 64usize;
-                    let __j0: i64 = if __rL + (__r as i64) >= __h {
-                      0
-                    } else {
-                      __w - __cL
-                    };
-                    let mut __j: usize = if __j0 > 0 {
-                      __j0 as usize
-                    } else {
-                      0
-                    };
-                    while __j < 64usize {
-                      __ok = __ok
-                        && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __j);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_19,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ));
-                      __j += 1;
-                    }
-                    __r += 128usize;
-                  }
-                }
-                __ok
-              }
-          };
-          let mut __mall: bool = __n > 0;
-          let mut __mmid: bool = true;
-          if __n > 0 {
-            {
-              let __it: i64 = 0;
-              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                64usize,
-              );
-              let mut __r: usize = (__tid + 96usize) % 128usize;
-              while __r < __nr {
-                let __f0: usize = __r * 64usize;
-                __mall = __mall
-                  && ({
-                    let __x9 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x10 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 63usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
-                      )
-                  });
-                __r += 128usize;
-              }
-            }
-            {
-              let __it: i64 = __n - 1;
-              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                64usize,
-              );
-              let mut __r: usize = (__tid + 96usize) % 128usize;
-              while __r < __nr {
-                let __f0: usize = __r * 64usize;
-                __mall = __mall
-                  && ({
-                    let __x9 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __x10 = (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 63usize);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      );
-                    let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    );
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
-                      )
-                  });
-                __r += 128usize;
-              }
-            }
-            if !__mall && __n >= 2 {
-              {
-                let __it: i64 = 0;
-                let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  __mmid = __mmid
-                    && ({
-                      let __x9 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x10 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 63usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
-                        )
-                    });
-                  __r += 128usize;
-                }
-              }
-              {
-                let __it: i64 = __n - 2;
-                let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 96usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  __mmid = __mmid
-                    && ({
-                      let __x9 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x10 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 63usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
-                        )
-                    });
-                  __r += 128usize;
-                }
-              }
-            }
-            {
-              let __it: i64 = 0;
-              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                64usize,
-              );
-              let mut __r: usize = (__tid + 32usize) % 128usize;
-              while __r < __nr {
-                let __f0: usize = __r * 64usize;
-                __mall = __mall
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  ));
-                __r += 128usize;
-              }
-            }
-            {
-              let __it: i64 = __n - 1;
-              let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                as i32;
-              let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                64usize,
-              );
-              let mut __r: usize = (__tid + 32usize) % 128usize;
-              while __r < __nr {
-                let __f0: usize = __r * 64usize;
-                __mall = __mall
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Num>::sub(
-                      __p_K,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        k_19,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                    ),
-                  ));
-                __r += 128usize;
-              }
-            }
-            if !__mall && __n >= 2 {
-              {
-                let __it: i64 = 0;
-                let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  __mmid = __mmid
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    ));
-                  __r += 128usize;
-                }
-              }
-              {
-                let __it: i64 = __n - 2;
-                let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                  as i32;
-                let __nr: usize = ::kernel_std::__private::device::opaque_usize(
-                  64usize,
-                );
-                let mut __r: usize = (__tid + 32usize) % 128usize;
-                while __r < __nr {
-                  let __f0: usize = __r * 64usize;
-                  __mmid = __mmid
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_19,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    ));
-                  __r += 128usize;
-                }
-              }
-            }
-          }
-          let __mmid: bool = __mall || __mmid;
-          let __w: u32 = ::kernel_std::__private::device::smem_addr()
-            + 81968usize as u32;
-          if __tid == 0 {
-            ::kernel_std::__private::device::store(
-              __smem.add(81968usize) as *mut u32,
-              1u32,
+        }
+      } else {
+        ::core::hint::cold_path();
+        if __spec {
+          let mut __pi: i64 = 0;
+          while __pi < 3i64 && __pi < __n {
+            ::kernel_std::__private::device::mbarrier_wait(
+              ::kernel_std::__private::device::smem_addr()
+                + (81920usize + (__pi as usize) * 8) as u32,
+              0,
             );
+            __pi += 1;
           }
-          let __tma_go: bool = ::kernel_std::__private::device::bar_and(
-            true && __tok0 && __tok1,
-          );
-          let __nofix: bool = ::kernel_std::__private::device::bar_and(__mall);
-          let __fixlast: bool = ::kernel_std::__private::device::bar_and(
-            __mmid,
-          );
-          if __tma_go {
-            {
-              let (__da0, __db0): (u64, u64) = if true
-                && !((__tmask >> 0u32) & 1 == 0
-                  && (__tmask >> 1u32) & 1 != 0)
-                && !((__tmask >> 2u32) & 1 == 0
-                  && (__tmask >> 3u32) & 1 != 0)
-              {
-                { (__da0, __db0) }
-              } else {
-                if true
-                  && !((__tmask >> 0u32) & 1 == 0
-                    && (__tmask >> 1u32) & 1 != 0)
-                  && ((__tmask >> 2u32) & 1 == 0
-                    && (__tmask >> 3u32) & 1 != 0)
-                {
-                  {
-                    let (__da0, __db0): (u64, u64) = {
-                      let __wg: usize = __warp / 4;
-                      let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                        ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                          + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                        16usize as u32,
-                        1024usize as u32,
-                        ::kernel_std::__private::device::wgmma_swizzle_mode(
-                          128usize,
+        }
+        let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+        let mut __lo0: i64 = i64::MAX;
+        let mut __hi0: i64 = i64::MIN;
+        let mut __nc: bool = false;
+        let mut __al: bool = true;
+        {
+          let __c: usize = 0usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                      );
-                      let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                        ::kernel_std::__private::device::smem_addr()
-                          + (0usize + 8192usize) as u32
-                          + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                        16usize as u32,
-                        1024usize as u32,
-                        ::kernel_std::__private::device::wgmma_swizzle_mode(
-                          128usize,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
                         ),
-                      );
-                      (__da, __db)
-                    };
-                    (__da0, __db0)
-                  }
-                } else {
-                  if true
-                    && ((__tmask >> 0u32) & 1 == 0
-                      && (__tmask >> 1u32) & 1 != 0)
-                    && !((__tmask >> 2u32) & 1 == 0
-                      && (__tmask >> 3u32) & 1 != 0)
-                  {
-                    {
-                      let (__da0, __db0): (u64, u64) = {
-                        let __wg: usize = __warp / 4;
-                        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                          ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                            + ((__wg / 1usize) * (64usize / 64usize) * 8192usize)
-                              as u32,
-                          8192usize as u32,
-                          1024usize as u32,
-                          ::kernel_std::__private::device::wgmma_swizzle_mode(
-                            128usize,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        );
-                        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (0usize + 8192usize) as u32
-                            + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
-                              as u32,
-                          8192usize as u32,
-                          1024usize as u32,
-                          ::kernel_std::__private::device::wgmma_swizzle_mode(
-                            128usize,
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        );
-                        (__da, __db)
-                      };
-                      (__da0, __db0)
-                    }
-                  } else {
-                    {
-                      let (__da0, __db0): (u64, u64) = {
-                        let __wg: usize = __warp / 4;
-                        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                          ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                            + ((__wg / 1usize) * (64usize / 64usize) * 8192usize)
-                              as u32,
-                          8192usize as u32,
-                          1024usize as u32,
-                          ::kernel_std::__private::device::wgmma_swizzle_mode(
-                            128usize,
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        );
-                        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (0usize + 8192usize) as u32
-                            + ((__wg % 1usize) * 64usize * 128usize) as u32,
-                          16usize as u32,
-                          1024usize as u32,
-                          ::kernel_std::__private::device::wgmma_swizzle_mode(
-                            128usize,
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                        );
-                        (__da, __db)
-                      };
-                      (__da0, __db0)
-                    }
-                  }
-                }
-              };
-              if __n > 0 {
-                let __bars: u32 = ::kernel_std::__private::device::smem_addr()
-                  + 81920usize as u32;
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __par: u32 = 0;
-                let mut __nbu: u32 = 3u32;
-                while __ci < __n {
-                  let __cb: usize = __cbu as usize;
-                  ::kernel_std::__private::device::mbarrier_wait(
-                    __bars + __cbu * 8,
-                    __par,
-                  );
-                  let __fix: bool = !__nofix
-                    && (!__fixlast || __ci + 1 == __n);
-                  if __fix {
-                    let mut __fx: bool = false;
-                    {
-                      let __it: i64 = __ci;
-                      let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      if !((__tmask >> 0u32) & 1 == 0
-                        && (__tmask >> 1u32) & 1 != 0)
-                      {
-                        let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                          4usize,
-                        );
-                        let mut __jc: usize = 0;
-                        while __jc < __njc {
-                          let __c: usize = __jc * 128usize + __tid;
-                          if __c < 512usize {
-                            let __f0: usize = __c * 8;
-                            if !({
-                              let __x6 = (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                );
-                              let __x7 = (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                );
-                              let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              );
-                              <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x7,
-                                __x6,
-                              )
-                                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  __x7,
-                                  __c8,
-                                )
-                            }) {
-                              let __sp = __smem
-                                .add(
-                                  0usize + __cb * 16384usize
-                                    + (({
-                                      let __sf: usize = __f0;
-                                      ({
-                                        let __r: usize = __sf / 64usize;
-                                        __r * 64usize
-                                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                      }) + __sf % 8
-                                    })) * 2,
-                                ) as *mut ::kernel_std::__private::device::F16;
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_19,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                  ),
-                                )) {
-                                  ::kernel_std::__private::device::store(
-                                    __sp.add(__i),
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    ),
-                                  );
-                                }
-                                __i += 1;
-                              }
-                              __fx = true;
-                            }
-                          }
-                          __jc += 1;
-                        }
-                      } else {
-                        let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                          4usize,
-                        );
-                        let mut __jc: usize = 0;
-                        while __jc < __njc {
-                          let __c: usize = __jc * 128usize + __tid;
-                          if __c < 512usize {
-                            let __f0: usize = __c * 8;
-                            if !({
-                              let __x6 = (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                );
-                              let __x7 = (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                );
-                              let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              );
-                              <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x7,
-                                __x6,
-                              )
-                                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  __x7,
-                                  __c8,
-                                )
-                            }) {
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_19,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                  ),
-                                )) {
-                                  ::kernel_std::__private::device::store(
-                                    __smem
-                                      .add(
-                                        0usize + __cb * 16384usize
-                                          + (({
-                                            let __sf: usize = ((__f0 + __i) % 64usize) * 64usize
-                                              + (__f0 + __i) / 64usize;
-                                            ({
-                                              let __r: usize = __sf / 64usize;
-                                              __r * 64usize
-                                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                            }) + __sf % 8
-                                          })) * 2,
-                                      ) as *mut ::kernel_std::__private::device::F16,
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    ),
-                                  );
-                                }
-                                __i += 1;
-                              }
-                              __fx = true;
-                            }
-                          }
-                          __jc += 1;
-                        }
-                      }
-                      if !((__tmask >> 2u32) & 1 == 0
-                        && (__tmask >> 3u32) & 1 != 0)
-                      {
-                        let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                          4usize,
-                        );
-                        let mut __jc: usize = 0;
-                        while __jc < __njc {
-                          let __c: usize = __jc * 128usize + __tid;
-                          if __c < 512usize {
-                            let __f0: usize = __c * 8;
-                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            )) {
-                              let __sp = __smem
-                                .add(
-                                  8192usize + __cb * 16384usize
-                                    + (({
-                                      let __sf: usize = __f0;
-                                      ({
-                                        let __r: usize = __sf / 64usize;
-                                        __r * 64usize
-                                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                      }) + __sf % 8
-                                    })) * 2,
-                                ) as *mut ::kernel_std::__private::device::F16;
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_19,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                  ),
-                                )) {
-                                  ::kernel_std::__private::device::store(
-                                    __sp.add(__i),
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    ),
-                                  );
-                                }
-                                __i += 1;
-                              }
-                              __fx = true;
-                            }
-                          }
-                          __jc += 1;
-                        }
-                      } else {
-                        let __njc: usize = ::kernel_std::__private::device::opaque_usize(
-                          4usize,
-                        );
-                        let mut __jc: usize = 0;
-                        while __jc < __njc {
-                          let __c: usize = __jc * 128usize + __tid;
-                          if __c < 512usize {
-                            let __f0: usize = __c * 8;
-                            if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            )) {
-                              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                                8,
-                              );
-                              let mut __i: usize = 0;
-                              while __i < __ne {
-                                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  <i32 as ::kernel_std::__private::device::Num>::sub(
-                                    __p_K,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      k_19,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                  ),
-                                )) {
-                                  ::kernel_std::__private::device::store(
-                                    __smem
-                                      .add(
-                                        8192usize + __cb * 16384usize
-                                          + (({
-                                            let __sf: usize = ((__f0 + __i) % 64usize) * 64usize
-                                              + (__f0 + __i) / 64usize;
-                                            ({
-                                              let __r: usize = __sf / 64usize;
-                                              __r * 64usize
-                                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                            }) + __sf % 8
-                                          })) * 2,
-                                      ) as *mut ::kernel_std::__private::device::F16,
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    ),
-                                  );
-                                }
-                                __i += 1;
-                              }
-                              __fx = true;
-                            }
-                          }
-                          __jc += 1;
-                        }
-                      }
-                    }
-                    if __fx {
-                      ::kernel_std::__private::device::fence_proxy_async();
-                    }
-                  }
-                  ::kernel_std::__private::device::bar_sync();
-                  if true
-                    && !((__tmask >> 0u32) & 1 == 0
-                      && (__tmask >> 1u32) & 1 != 0)
-                    && !((__tmask >> 2u32) & 1 == 0
-                      && (__tmask >> 3u32) & 1 != 0)
-                  {
-                    {
-                      let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                      let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                      ::kernel_std::__private::device::wgmma_fence();
-                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                        32usize,
-                        0usize,
-                        0u32,
-                        1u32,
-                      >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                        32usize,
-                        0usize,
-                        0u32,
-                        1u32,
-                      >(&mut accumulator_18, __da + 2u64, __db + 128u64);
-                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                        32usize,
-                        0usize,
-                        0u32,
-                        1u32,
-                      >(&mut accumulator_18, __da + 4u64, __db + 256u64);
-                      ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                        32usize,
-                        0usize,
-                        0u32,
-                        1u32,
-                      >(&mut accumulator_18, __da + 6u64, __db + 384u64);
-                      ::kernel_std::__private::device::wgmma_commit();
-                    }
-                  } else {
-                    if true
-                      && !((__tmask >> 0u32) & 1 == 0
-                        && (__tmask >> 1u32) & 1 != 0)
-                      && ((__tmask >> 2u32) & 1 == 0
-                        && (__tmask >> 3u32) & 1 != 0)
-                    {
-                      {
-                        let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                        let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                        ::kernel_std::__private::device::wgmma_fence();
-                        ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                          32usize,
-                          0usize,
-                          0u32,
-                          0u32,
-                        >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                        ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                          32usize,
-                          0usize,
-                          0u32,
-                          0u32,
-                        >(&mut accumulator_18, __da + 2u64, __db + 2u64);
-                        ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                          32usize,
-                          0usize,
-                          0u32,
-                          0u32,
-                        >(&mut accumulator_18, __da + 4u64, __db + 4u64);
-                        ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                          32usize,
-                          0usize,
-                          0u32,
-                          0u32,
-                        >(&mut accumulator_18, __da + 6u64, __db + 6u64);
-                        ::kernel_std::__private::device::wgmma_commit();
-                      }
-                    } else {
-                      if true
-                        && ((__tmask >> 0u32) & 1 == 0
-                          && (__tmask >> 1u32) & 1 != 0)
-                        && !((__tmask >> 2u32) & 1 == 0
-                          && (__tmask >> 3u32) & 1 != 0)
-                      {
-                        {
-                          let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                          let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                          ::kernel_std::__private::device::wgmma_fence();
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            1u32,
-                          >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            1u32,
-                          >(&mut accumulator_18, __da + 128u64, __db + 128u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            1u32,
-                          >(&mut accumulator_18, __da + 256u64, __db + 256u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            1u32,
-                          >(&mut accumulator_18, __da + 384u64, __db + 384u64);
-                          ::kernel_std::__private::device::wgmma_commit();
-                        }
-                      } else {
-                        {
-                          let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                          let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                          ::kernel_std::__private::device::wgmma_fence();
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            0u32,
-                          >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            0u32,
-                          >(&mut accumulator_18, __da + 128u64, __db + 2u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            0u32,
-                          >(&mut accumulator_18, __da + 256u64, __db + 4u64);
-                          ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                            32usize,
-                            0usize,
-                            1u32,
-                            0u32,
-                          >(&mut accumulator_18, __da + 384u64, __db + 6u64);
-                          ::kernel_std::__private::device::wgmma_commit();
-                        }
-                      }
-                    }
-                  }
-                  let __nx: i64 = __ci + 3i64;
-                  if __tid == 0 && __nx < __n {
-                    {
-                      let __it: i64 = __nx;
-                      let __buf: usize = __nbu as usize;
-                      let __bar: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (81920usize + __buf * 8) as u32;
-                      ::kernel_std::__private::device::mbarrier_arrive_expect_tx(
-                        __bar,
-                        16384u32,
-                      );
-                      if !((__tmask >> 0u32) & 1 == 0
-                        && (__tmask >> 1u32) & 1 != 0)
-                      {
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (0usize + __buf * 16384usize) as u32,
-                          __tma.add(0u32 as usize * 128),
-                          __bar,
-                          (__tc0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                        );
-                      } else {
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (0usize + __buf * 16384usize) as u32,
-                          __tma.add(1u32 as usize * 128),
-                          __bar,
-                          (__tc0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc0 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr0 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr0 as i32)),
-                        );
-                      }
-                      if !((__tmask >> 2u32) & 1 == 0
-                        && (__tmask >> 3u32) & 1 != 0)
-                      {
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (8192usize + __buf * 16384usize) as u32,
-                          __tma.add(2u32 as usize * 128),
-                          __bar,
-                          (__tc1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                        );
-                      } else {
-                        ::kernel_std::__private::device::tma_load_2d(
-                          ::kernel_std::__private::device::smem_addr()
-                            + (8192usize + __buf * 16384usize) as u32,
-                          __tma.add(3u32 as usize * 128),
-                          __bar,
-                          (__tc1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdc1 as i32))
-                            .wrapping_add(0i64 as i32),
-                          (__tr1 as i32)
-                            .wrapping_add((__it as i32).wrapping_mul(__tdr1 as i32)),
-                        );
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  __ci += 1;
-                  if __cbu + 1 == 5u32 {
-                    __cbu = 0;
-                    __par ^= 1;
-                  } else {
-                    __cbu += 1;
-                  }
-                  __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
-                }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n64::<
-                  32usize,
-                  0usize,
-                >(&mut accumulator_18);
-              }
-            }
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb0[0usize] = if __ct {
+            __o0
           } else {
-            ::core::hint::cold_path();
-            if __spec {
-              let mut __pi: i64 = 0;
-              while __pi < 3i64 && __pi < __n {
-                ::kernel_std::__private::device::mbarrier_wait(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (81920usize + (__pi as usize) * 8) as u32,
-                  0,
-                );
-                __pi += 1;
-              }
-            }
-            let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-            let mut __lo0: i64 = i64::MAX;
-            let mut __hi0: i64 = i64::MIN;
-            let mut __nc: bool = false;
-            let mut __al: bool = true;
-            {
-              let __c: usize = 0usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[0usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(a_base_10, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 1usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2534,7 +2849,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -2547,319 +2862,20 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                     __p_stride_ak,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb0[0usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[0usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    a_base_10,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 1usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2872,7 +2888,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 2usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -2885,319 +2901,20 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 2usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                     __p_stride_ak,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb0[1usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[1usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    a_base_10,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 2usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -3210,7 +2927,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 3usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3223,319 +2940,20 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 3usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                     __p_stride_ak,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb0[2usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[2usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    a_base_10,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 3usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
                       <i32 as ::kernel_std::__private::device::Num>::add(
@@ -3548,7 +2966,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 4usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3561,410 +2979,961 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 4usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                     __p_stride_ak,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          __p_M,
                         ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                        __p_stride_ak,
                       ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        __p_stride_am,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_ak,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
-                )
-              };
-              __pb0[3usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb0[3usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    a_base_10,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo0 = if __o < __lo0 { __o } else { __lo0 };
-                __hi0 = if __o > __hi0 { __o } else { __hi0 };
-              } else {
-                __nc = true;
-              }
-            }
-            if __nc || !__al {
-              __lo0 = i64::MAX;
-              __hi0 = i64::MIN;
-            }
-            let mut __so0: [u32; 4usize] = [0u32; 4usize];
-            {
-              let __c: usize = 0usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so0[0usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 1usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so0[1usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 2usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so0[2usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 3usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so0[3usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            let __sc0: i64 = (((a_base_10 as usize)
-              .wrapping_sub(__p_a_ptr as usize)) as i64)
-              / (::core::mem::size_of::<
-                ::kernel_std::__private::device::F16,
-              >() as i64);
-            let __inb0: bool = {
-              let __first: i64 = {
-                let __it: i64 = 0;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                a_ptrs_16_off + __it * __st16
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                a_ptrs_16_off + __it * __st16
-              };
-              let (__mn, __mx) = if __first < __last {
-                (__first, __last)
-              } else {
-                (__last, __first)
-              };
-              let __aligned = __first % 8 == 0
-                && (__second - __first) % 8 == 0;
-              __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
-                && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
-            };
-            let mut __pb1: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-            let mut __lo1: i64 = i64::MAX;
-            let mut __hi1: i64 = i64::MIN;
-            let mut __nc: bool = false;
-            let mut __al: bool = true;
-            {
-              let __c: usize = 0usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb0[1usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[1usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(a_base_10, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 2usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb0[2usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[2usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(a_base_10, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 3usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                __p_stride_am,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_ak,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb0[3usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb0[3usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(a_base_10, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo0 = if __o < __lo0 { __o } else { __lo0 };
+            __hi0 = if __o > __hi0 { __o } else { __hi0 };
+          } else {
+            __nc = true;
+          }
+        }
+        if __nc || !__al {
+          __lo0 = i64::MAX;
+          __hi0 = i64::MIN;
+        }
+        let mut __so0: [u32; 4usize] = [0u32; 4usize];
+        {
+          let __c: usize = 0usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[0usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 1usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[1usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 2usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[2usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 3usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so0[3usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        let __sc0: i64 = (((a_base_10 as usize).wrapping_sub(__p_a_ptr as usize))
+          as i64)
+          / (::core::mem::size_of::<::kernel_std::__private::device::F16>()
+            as i64);
+        let __inb0: bool = {
+          let __first: i64 = {
+            let __it: i64 = 0;
+            a_ptrs_16_off + __it * __st16
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            a_ptrs_16_off + __it * __st16
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            a_ptrs_16_off + __it * __st16
+          };
+          let (__mn, __mx) = if __first < __last {
+            (__first, __last)
+          } else {
+            (__last, __first)
+          };
+          let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+          __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+            && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+        };
+        let mut __pb1: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+        let mut __lo1: i64 = i64::MAX;
+        let mut __hi1: i64 = i64::MIN;
+        let mut __nc: bool = false;
+        let mut __al: bool = true;
+        {
+          let __c: usize = 0usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3982,7 +3951,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -3991,318 +3960,19 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                     __p_stride_bn,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb1[0usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb1[0usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    b_base_11,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                __hi1 = if __o > __hi1 { __o } else { __hi1 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 1usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 2usize);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -4320,7 +3990,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 2usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4329,318 +3999,19 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                     __p_stride_bn,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb1[1usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb1[1usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    b_base_11,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                __hi1 = if __o > __hi1 { __o } else { __hi1 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 2usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 3usize);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -4658,7 +4029,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 3usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -4667,318 +4038,19 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                     __p_stride_bn,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
                 )
-              };
-              __pb1[2usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb1[2usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    b_base_11,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                __hi1 = if __o > __hi1 { __o } else { __hi1 };
-              } else {
-                __nc = true;
-              }
-            }
-            {
-              let __c: usize = 3usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              let (__o0, __ct): (i32, bool) = {
-                let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 4usize);
                           0usize + ((__pf / 64usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -4996,7 +4068,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 0usize);
+                              let __pf: usize = (__f0 + 4usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -5005,4740 +4077,4767 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                     ),
                     __p_stride_bn,
                   ),
-                );
-                (
-                  __q0,
-                  true
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          __p_N,
                         ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          2usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        __p_stride_bk,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                        __p_stride_bk,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          __p_N,
                         ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          5usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                        __p_stride_bk,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
                           ),
-                          __p_N,
                         ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          6usize as i64,
-                        ),
-                      )
-                    && <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                        __p_stride_bk,
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        __p_stride_bn,
-                      ),
-                    )
-                      == <i32 as ::kernel_std::__private::device::Num>::add(
-                        __q0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          7usize as i64,
-                        ),
-                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
                 )
-              };
-              __pb1[3usize] = if __ct {
-                __o0
-              } else {
-                <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              };
-              if __pb1[3usize]
-                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-              {
-                __al = __al
-                  && (::kernel_std::__private::device::ptr_add(
-                    b_base_11,
-                    __o0,
-                  ) as usize) % 16 == 0;
-                let __o: i64 = ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__o0);
-                __lo1 = if __o < __lo1 { __o } else { __lo1 };
-                __hi1 = if __o > __hi1 { __o } else { __hi1 };
-              } else {
-                __nc = true;
-              }
-            }
-            if __nc || !__al {
-              __lo1 = i64::MAX;
-              __hi1 = i64::MIN;
-            }
-            let mut __so1: [u32; 4usize] = [0u32; 4usize];
-            {
-              let __c: usize = 0usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so1[0usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 1usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so1[1usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 2usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so1[2usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            {
-              let __c: usize = 3usize * 128usize + __tid;
-              let __f0: usize = __c * 8;
-              __so1[3usize] = ((({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              })) * 2) as u32;
-            }
-            let __sc1: i64 = (((b_base_11 as usize)
-              .wrapping_sub(__p_b_ptr as usize)) as i64)
-              / (::core::mem::size_of::<
-                ::kernel_std::__private::device::F16,
-              >() as i64);
-            let __inb1: bool = {
-              let __first: i64 = {
-                let __it: i64 = 0;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __second: i64 = {
-                let __it: i64 = 1;
-                b_ptrs_17_off + __it * __st17
-              };
-              let __last: i64 = {
-                let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-                b_ptrs_17_off + __it * __st17
-              };
-              let (__mn, __mx) = if __first < __last {
-                (__first, __last)
-              } else {
-                (__last, __first)
-              };
-              let __aligned = __first % 8 == 0
-                && (__second - __first) % 8 == 0;
-              __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
-                && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
-            };
-            let __proved: bool = {
-              ::kernel_std::__private::device::smem_and(
-                __w,
-                (true && __inb0 && __inb1) as u32,
-              );
-              ::kernel_std::__private::device::bar_sync();
-              ::kernel_std::__private::device::load(
-                __smem.add(81968usize) as *mut u32,
-              ) != 0
-            };
-            if __proved {
-              if __n > 0 {
-                let mut __pi: i64 = 0;
-                while __pi < 3i64 {
-                  if __pi < __n {
-                    {
-                      let __it: i64 = __pi;
-                      let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __pi as usize;
-                      {
-                        let __off0: i64 = a_ptrs_16_off + __it * __st16;
-                        let __dst: usize = 0usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[0usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[0usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[1usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[1usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[2usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[2usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[3usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[3usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_ak,
-                                  ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_17_off + __it * __st17;
-                        let __dst: usize = 8192usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[0usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[1usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[1usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[2usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[2usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[3usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[3usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_bk,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_n_9,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                    __p_stride_bn,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  __pi += 1;
-                }
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __nbu: u32 = 3u32;
-                while __ci < __n {
-                  ::kernel_std::__private::device::cp_async_wait_group::<
-                    2u32,
-                  >();
-                  ::kernel_std::__private::device::fence_proxy_async();
-                  ::kernel_std::__private::device::bar_sync();
-                  let __cb: usize = __cbu as usize;
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb1[0usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb1[0usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(b_base_11, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo1 = if __o < __lo1 { __o } else { __lo1 };
+            __hi1 = if __o > __hi1 { __o } else { __hi1 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 1usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb1[1usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb1[1usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(b_base_11, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo1 = if __o < __lo1 { __o } else { __lo1 };
+            __hi1 = if __o > __hi1 { __o } else { __hi1 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 2usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb1[2usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb1[2usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(b_base_11, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo1 = if __o < __lo1 { __o } else { __lo1 };
+            __hi1 = if __o > __hi1 { __o } else { __hi1 };
+          } else {
+            __nc = true;
+          }
+        }
+        {
+          let __c: usize = 3usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+                __p_stride_bk,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+                __p_stride_bn,
+              ),
+            );
+            (
+              __q0,
+              true
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
+          };
+          __pb1[3usize] = if __ct {
+            __o0
+          } else {
+            <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          };
+          if __pb1[3usize]
+            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+          {
+            __al = __al
+              && (::kernel_std::__private::device::ptr_add(b_base_11, __o0)
+                as usize) % 16 == 0;
+            let __o: i64 = ::kernel_std::__private::device::cast::<
+              i32,
+              i64,
+            >(__o0);
+            __lo1 = if __o < __lo1 { __o } else { __lo1 };
+            __hi1 = if __o > __hi1 { __o } else { __hi1 };
+          } else {
+            __nc = true;
+          }
+        }
+        if __nc || !__al {
+          __lo1 = i64::MAX;
+          __hi1 = i64::MIN;
+        }
+        let mut __so1: [u32; 4usize] = [0u32; 4usize];
+        {
+          let __c: usize = 0usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so1[0usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 1usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so1[1usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 2usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so1[2usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        {
+          let __c: usize = 3usize * 128usize + __tid;
+          let __f0: usize = __c * 8;
+          __so1[3usize] = ((({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          })) * 2) as u32;
+        }
+        let __sc1: i64 = (((b_base_11 as usize).wrapping_sub(__p_b_ptr as usize))
+          as i64)
+          / (::core::mem::size_of::<::kernel_std::__private::device::F16>()
+            as i64);
+        let __inb1: bool = {
+          let __first: i64 = {
+            let __it: i64 = 0;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __second: i64 = {
+            let __it: i64 = 1;
+            b_ptrs_17_off + __it * __st17
+          };
+          let __last: i64 = {
+            let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+            b_ptrs_17_off + __it * __st17
+          };
+          let (__mn, __mx) = if __first < __last {
+            (__first, __last)
+          } else {
+            (__last, __first)
+          };
+          let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+          __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+            && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+        };
+        let __proved: bool = {
+          ::kernel_std::__private::device::smem_and(
+            __w,
+            (true && __inb0 && __inb1) as u32,
+          );
+          ::kernel_std::__private::device::bar_sync();
+          ::kernel_std::__private::device::load(
+            __smem.add(81968usize) as *mut u32,
+          ) != 0
+        };
+        if __proved {
+          if __n > 0 {
+            let mut __pi: i64 = 0;
+            while __pi < 3i64 {
+              if __pi < __n {
+                {
+                  let __it: i64 = __pi;
+                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __pi as usize;
                   {
-                    let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                    let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                    ::kernel_std::__private::device::wgmma_fence();
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 2u64, __db + 128u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 4u64, __db + 256u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 6u64, __db + 384u64);
-                    ::kernel_std::__private::device::wgmma_commit();
-                  }
-                  let __nx: i64 = __ci + 3i64;
-                  if __nx < __n {
+                    let __off0: i64 = a_ptrs_16_off + __it * __st16;
+                    let __dst: usize = 0usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
                     {
-                      let __it: i64 = __nx;
-                      let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __nbu as usize;
-                      {
-                        let __off0: i64 = a_ptrs_16_off + __it * __st16;
-                        let __dst: usize = 0usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[0usize],
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
                             ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[0usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[1usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[1usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[2usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[2usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              a_base_10,
-                              __pb0[3usize],
-                            ),
-                            __off0,
-                          );
-                          let __so: usize = __dst + __so0[3usize] as usize;
-                          if {
-                            let __x6 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x7 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x7,
-                              __x6,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x7,
-                                __c8,
-                              )
-                          } {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_ak,
-                                  ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_17_off + __it * __st17;
-                        let __dst: usize = 8192usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[0usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[0usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[1usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[1usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[2usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[2usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              b_base_11,
-                              __pb1[3usize],
-                            ),
-                            __off1,
-                          );
-                          let __so: usize = __dst + __so1[3usize] as usize;
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          ) {
-                            ::kernel_std::__private::device::cp_async_16(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            );
-                          } else {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_bk,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_n_9,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                    __p_stride_bn,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __m {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  __ci += 1;
-                  __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-                  __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
-                }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n64::<
-                  32usize,
-                  0usize,
-                >(&mut accumulator_18);
-              }
-            } else {
-              ::core::hint::cold_path();
-              if __n > 0 {
-                let mut __pi: i64 = 0;
-                while __pi < 3i64 {
-                  if __pi < __n {
-                    {
-                      let __it: i64 = __pi;
-                      let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __pi as usize;
-                      {
-                        let __off0: i64 = a_ptrs_16_off + __it * __st16;
-                        let __dst: usize = 0usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[0usize],
-                              );
-                              if __pb0[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[1usize],
-                              );
-                              if __pb0[1usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[2usize],
-                              );
-                              if __pb0[2usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[3usize],
-                              );
-                              if __pb0[3usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_ak,
-                                  ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_17_off + __it * __st17;
-                        let __dst: usize = 8192usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[1usize],
-                              );
-                              if __pb1[1usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[2usize],
-                              );
-                              if __pb1[2usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[3usize],
-                              );
-                              if __pb1[3usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_bk,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_n_9,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                    __p_stride_bn,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  __pi += 1;
-                }
-                let mut __ci: i64 = 0;
-                let mut __cbu: u32 = 0;
-                let mut __nbu: u32 = 3u32;
-                while __ci < __n {
-                  ::kernel_std::__private::device::cp_async_wait_group::<
-                    2u32,
-                  >();
-                  ::kernel_std::__private::device::fence_proxy_async();
-                  ::kernel_std::__private::device::bar_sync();
-                  let __cb: usize = __cbu as usize;
-                  {
-                    let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
-                    let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
-                    ::kernel_std::__private::device::wgmma_fence();
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 0u64, __db + 0u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 2u64, __db + 128u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 4u64, __db + 256u64);
-                    ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
-                      32usize,
-                      0usize,
-                      0u32,
-                      1u32,
-                    >(&mut accumulator_18, __da + 6u64, __db + 384u64);
-                    ::kernel_std::__private::device::wgmma_commit();
-                  }
-                  let __nx: i64 = __ci + 3i64;
-                  if __nx < __n {
-                    {
-                      let __it: i64 = __nx;
-                      let k_19: i32 = ((__start as i64) + __it * (__step as i64))
-                        as i32;
-                      let __buf: usize = __nbu as usize;
-                      {
-                        let __off0: i64 = a_ptrs_16_off + __it * __st16;
-                        let __dst: usize = 0usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[0usize],
-                              );
-                              if __pb0[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[1usize],
-                              );
-                              if __pb0[1usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[2usize],
-                              );
-                              if __pb0[2usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                __pb0[3usize],
-                              );
-                              if __pb0[3usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off0,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !({
-                            let __x12 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __x13 = (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              );
-                            let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            );
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __x12,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x13,
-                                __c14,
-                              )
-                          }
-                            && (__inb0
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_a_ptr as usize,
-                                ) as *mut _,
-                                __len_a_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                a_base_10,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_M,
-                                    ),
-                                    __p_stride_am,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_ak,
-                                  ),
-                                ),
-                              ),
-                              __off0,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_a_ptr,
-                                __len_a_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                      {
-                        let __off1: i64 = b_ptrs_17_off + __it * __st17;
-                        let __dst: usize = 8192usize + __buf * 16384usize;
-                        let mut __slow: u32 = 0;
-                        {
-                          let __c: usize = 0usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[0usize],
-                              );
-                              if __pb1[0usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 0usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 1usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[1usize],
-                              );
-                              if __pb1[1usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 1usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 2usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[2usize],
-                              );
-                              if __pb1[2usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 2usize;
-                          }
-                        }
-                        {
-                          let __c: usize = 3usize * 128usize + __tid;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            {
-                              let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                __pb1[3usize],
-                              );
-                              if __pb1[3usize]
-                                != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                              {
-                                __b
-                              } else {
-                                __b.map_addr(|__a| __a | 1)
-                              }
-                            },
-                            __off1,
-                          );
-                          let __so: usize = __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2;
-                          if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_19,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          )
-                            && (__inb1
-                              || ::kernel_std::__private::device::fits(
-                                __g,
-                                ::kernel_std::__private::device::opaque_usize(
-                                  __p_b_ptr as usize,
-                                ) as *mut _,
-                                __len_b_ptr,
-                                8usize,
-                              ))
-                            && ::kernel_std::__private::device::cp_async_pieces::<
-                              16,
-                            >(
-                              ::kernel_std::__private::device::smem_addr() + __so as u32,
-                              __g as *const u8,
-                            ))
-                          {
-                            __slow |= (1 as u32) << 3usize;
-                          }
-                        }
-                        while __slow != 0 {
-                          let __c: usize = (__slow.trailing_zeros() as usize)
-                            * 128usize + __tid;
-                          __slow &= __slow - 1;
-                          let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                            __c * 8,
-                          );
-                          let __sp = __smem
-                            .add(
-                              __dst
-                                + (({
-                                  let __sf: usize = __f0;
-                                  ({
-                                    let __r: usize = __sf / 64usize;
-                                    __r * 64usize
-                                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                  }) + __sf % 8
-                                })) * 2,
-                            ) as *mut ::kernel_std::__private::device::F16;
-                          let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                          let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                            8,
-                          );
-                          let mut __i: usize = 0;
-                          while __i < __ne {
-                            let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              <i32 as ::kernel_std::__private::device::Num>::sub(
-                                __p_K,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  k_19,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                              ),
-                            );
-                            let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                b_base_11,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                    __p_stride_bk,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_n_9,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = (__f0 + __i);
-                                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                      __p_N,
-                                    ),
-                                    __p_stride_bn,
-                                  ),
-                                ),
-                              ),
-                              __off1,
-                            );
-                            let __k: bool = __m
-                              && ::kernel_std::__private::device::fits(
-                                __a,
-                                __p_b_ptr,
-                                __len_b_ptr,
-                                1,
-                              );
-                            if __m && !__k && __badp.is_null() {
-                              __badp = __a;
-                            }
-                            ::kernel_std::__private::device::store(
-                              __sp.add(__i),
-                              if __k {
-                                ::kernel_std::__private::device::load(__a)
-                              } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
-                              },
-                            );
-                            __i += 1;
-                          }
-                          if !__badp.is_null() {
-                            ::kernel_std::__private::device::note_fault_at(
-                              __badp,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            );
-                          }
-                        }
-                      }
-                    }
-                  }
-                  ::kernel_std::__private::device::cp_async_commit();
-                  ::kernel_std::__private::device::wgmma_wait::<1>();
-                  __ci += 1;
-                  __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
-                  __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
-                }
-                ::kernel_std::__private::device::wgmma_wait::<0>();
-                ::kernel_std::__private::device::wgmma_tie_n64::<
-                  32usize,
-                  0usize,
-                >(&mut accumulator_18);
-              }
-            }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::bar_sync();
-            if __tid == 0 {
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 81920usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 81928usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 81936usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 81944usize as u32,
-              );
-              ::kernel_std::__private::device::mbarrier_inval(
-                ::kernel_std::__private::device::smem_addr()
-                  + 81952usize as u32,
-              );
-            }
-            a_ptrs_16_off += __n * __st16;
-            b_ptrs_17_off += __n * __st17;
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let mut c_22: [::kernel_std::__private::device::F16; 32usize] = unsafe {
-                    ::core::mem::zeroed()
-                  };
-                  {
-                    let __val = ::kernel_std::__private::device::inline_fn(
-                      #[inline(always)]
-                      |__j: usize| -> f32 {
-                        let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                          + (__warp % 4) * 16 + __lane / 4) * 64usize
-                          + ((__warp / 4) % 1usize) * 64usize
-                          + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                          + (__lane % 4) * 2;
-                        accumulator_18[__j]
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      16usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__p: usize| {
-                        let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                          __val(2 * __p),
-                          __val(2 * __p + 1),
+                          ),
                         );
-                        c_22[2 * __p] = ::kernel_std::__private::device::F16(
-                          __w as u16,
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
                         );
-                        c_22[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                          (__w >> 16) as u16,
-                        );
-                      },
-                    );
-                  }
-                  {
-                    let __sfast: bool = ::kernel_std::__private::device::warp_all(
-                      true
-                        && {
-                          let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              c_base_12,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                __p_stride_cm,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              __p_stride_cn,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              c_base_12,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                __p_stride_cm,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              __p_stride_cn,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(__p_stride_cn)
-                            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                            && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
-                            && (__pa as usize) % 16usize == 0
-                            && ::kernel_std::__private::device::fits(
-                              __pa,
-                              __p_c_ptr,
-                              __len_c_ptr,
-                              64usize,
-                            )
-                            && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            )
-                              && {
-                                let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __c2 = __p_N;
-                                <i32 as ::kernel_std::__private::device::Num>::ge(
-                                  __x1,
-                                  __x0,
-                                )
-                                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    __x1,
-                                    __c2,
-                                  )
-                              })
-                        }
-                        && {
-                          let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              c_base_12,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                __p_stride_cm,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              __p_stride_cn,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              c_base_12,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                __p_stride_cm,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              __p_stride_cn,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(__p_stride_cn)
-                            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                            && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
-                            && (__pa as usize) % 16usize == 0
-                            && ::kernel_std::__private::device::fits(
-                              __pa,
-                              __p_c_ptr,
-                              __len_c_ptr,
-                              64usize,
-                            )
-                            && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                        + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                        + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            )
-                              && {
-                                let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                );
-                                let __c5 = __p_N;
-                                <i32 as ::kernel_std::__private::device::Num>::ge(
-                                  __x4,
-                                  __x3,
-                                )
-                                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    __x4,
-                                    __c5,
-                                  )
-                              })
-                        },
-                    );
-                    if __sfast {
-                      let __val = ::kernel_std::__private::device::inline_fn(
-                        #[inline(always)]
-                        |__j: usize| -> ::kernel_std::__private::device::F16 {
-                          let __v: usize = __j % 2;
-                          let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                            + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                            + (__warp % 4) * 16 + __lane / 4) * 64usize
-                            + ((__warp / 4) % 1usize) * 64usize
-                            + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                            + (__lane % 4) * 2;
-                          c_22[__j]
-                        },
-                      );
-                      let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __warp * 2304usize) as u32;
-                      ::kernel_std::__private::device::stmatrix_x4(
-                        __sw
-                          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
-                            + (__lane / 16) * 16) as u32,
-                        [
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(0usize), __val(1usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(2usize), __val(3usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(4usize), __val(5usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(6usize), __val(7usize)),
-                        ],
-                      );
-                      ::kernel_std::__private::device::stmatrix_x4(
-                        __sw
-                          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                            + 32usize + (__lane / 16) * 16) as u32,
-                        [
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(8usize), __val(9usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(10usize), __val(11usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(12usize), __val(13usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(14usize), __val(15usize)),
-                        ],
-                      );
-                      ::kernel_std::__private::device::stmatrix_x4(
-                        __sw
-                          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                            + 64usize + (__lane / 16) * 16) as u32,
-                        [
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(16usize), __val(17usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(18usize), __val(19usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(20usize), __val(21usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(22usize), __val(23usize)),
-                        ],
-                      );
-                      ::kernel_std::__private::device::stmatrix_x4(
-                        __sw
-                          + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                            + 96usize + (__lane / 16) * 16) as u32,
-                        [
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(24usize), __val(25usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(26usize), __val(27usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(28usize), __val(29usize)),
-                          ::kernel_std::__private::device::pack2::<
-                            ::kernel_std::__private::device::F16,
-                          >(__val(30usize), __val(31usize)),
-                        ],
-                      );
-                      ::kernel_std::__private::device::warp_sync();
-                      for __q in 0..4usize {
-                        let __qi: usize = __q * 32 + __lane;
-                        if __qi < 128usize {
-                          let (__row, __ch): (usize, usize) = (
-                            __qi / 8usize,
-                            __qi % 8usize,
-                          );
-                          let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                            __sw + (__row * 144usize + __ch * 16) as u32,
-                          );
-                          let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              c_base_12,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                __p_stride_cm,
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                                          + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
-                                          + ((__warp / 4) % 1usize) * 64usize;
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              __p_stride_cn,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_9,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                                        + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
-                                        + ((__warp / 4) % 1usize) * 64usize;
-                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          ::kernel_std::__private::device::store_vec::<
-                            u32,
-                            4,
-                          >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
-                        }
+                      } else {
+                        __slow |= (1 as u32) << 0usize;
                       }
-                      ::kernel_std::__private::device::warp_sync();
-                    } else {
-                      ::core::hint::cold_path();
-                      ::kernel_std::__private::device::outline(move || {
-                        let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-                        let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-                        ::kernel_std::__private::device::inline_call(
-                          #[inline(always)]
-                          || {
-                            let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                              16usize,
-                            );
-                            let mut __p: usize = 0;
-                            while __p < __np {
-                              let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                              let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                              let mut __sm: [bool; 2usize] = [false; 2usize];
-                              {
-                                let __v: usize = 0usize;
-                                let __j: usize = 2 * __p + 0usize;
-                                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                  + ((__warp / 4) % 1usize) * 64usize
-                                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                                  + (__lane % 4) * 2;
-                                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    c_base_12,
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[1usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[2usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[3usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
                                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      __p_stride_cm,
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = __f;
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
                                       ),
                                     ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    __p_stride_cn,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
                                       ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
                                   ),
-                                );
-                                __sv[__v] = c_22[__j];
-                                __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
                                   ),
-                                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                );
-                              }
-                              {
-                                let __v: usize = 1usize;
-                                let __j: usize = 2 * __p + 1usize;
-                                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                  + ((__warp / 4) % 1usize) * 64usize
-                                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                                  + (__lane % 4) * 2;
-                                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                                  ::kernel_std::__private::device::ptr_add(
-                                    c_base_12,
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      __p_stride_cm,
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          pid_m_8,
-                                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                            64i64,
-                                          ),
-                                        ),
-                                        (0i32)
-                                          .wrapping_add(
-                                            ({
-                                              let __pf: usize = __f;
-                                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                            }) as i32,
-                                          ),
-                                      ),
-                                    ),
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    __p_stride_cn,
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                  ),
-                                );
-                                __sv[__v] = c_22[__j];
-                                __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_9,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = __f;
-                                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                );
-                              }
-                              if true && __sm[0usize] && __sm[1usize]
-                                && (__sp[0] as usize) % 4usize == 0
-                                && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                                && ::kernel_std::__private::device::fits(
-                                  __sp[0],
-                                  __p_c_ptr,
-                                  __len_c_ptr,
-                                  2usize,
-                                )
-                              {
-                                ::kernel_std::__private::device::store_vec::<
-                                  ::kernel_std::__private::device::F16,
-                                  2usize,
-                                >(__sp[0], __sv);
-                              } else {
-                                if __sm[0usize]
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __sp[0usize],
-                                    __p_c_ptr,
-                                    __len_c_ptr,
-                                    __fnote,
-                                    2u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::store(
-                                    __sp[0usize],
-                                    __sv[0usize],
-                                  );
-                                }
-                                if __sm[1usize]
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __sp[1usize],
-                                    __p_c_ptr,
-                                    __len_c_ptr,
-                                    __fnote,
-                                    2u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::store(
-                                    __sp[1usize],
-                                    __sv[1usize],
-                                  );
-                                }
-                              }
-                              __p += 1;
-                            }
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
                           },
                         );
-                        ::kernel_std::__private::device::flush_faults(
-                          __fnote,
-                          __fault,
-                          __tag,
-                        );
-                      });
+                        __i += 1;
+                      }
                     }
                   }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
-            return;
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 81920usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 81928usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 81936usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 81944usize as u32,
-            );
-            ::kernel_std::__private::device::mbarrier_inval(
-              ::kernel_std::__private::device::smem_addr()
-                + 81952usize as u32,
-            );
-          }
-          a_ptrs_16_off += __n * __st16;
-          b_ptrs_17_off += __n * __st17;
-        }
-        let mut c_22: [::kernel_std::__private::device::F16; 32usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> f32 {
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 64usize
-                + ((__warp / 4) % 1usize) * 64usize
-                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              accumulator_18[__j]
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            16usize,
-            _,
-          >(
-            #[inline(always)]
-            |__p: usize| {
-              let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                __val(2 * __p),
-                __val(2 * __p + 1),
-              );
-              c_22[2 * __p] = ::kernel_std::__private::device::F16(
-                __w as u16,
-              );
-              c_22[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                (__w >> 16) as u16,
-              );
-            },
-          );
-        }
-        {
-          let __sfast: bool = ::kernel_std::__private::device::warp_all(
-            true
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    c_base_12,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+                  {
+                    let __off1: i64 = b_ptrs_17_off + __it * __st17;
+                    let __dst: usize = 8192usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
                         ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[0usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    c_base_12,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
                         ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[1usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    64usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
-                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
                         ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[2usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                      );
-                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
                         ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[3usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
                       );
-                      let __c17 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x16,
-                        __x15,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x16,
-                          __c17,
-                        )
-                    })
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
               }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    c_base_12,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
+              ::kernel_std::__private::device::cp_async_commit();
+              __pi += 1;
+            }
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __nbu: u32 = 3u32;
+            while __ci < __n {
+              ::kernel_std::__private::device::cp_async_wait_group::<
+                2u32,
+              >();
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+              let __cb: usize = __cbu as usize;
+              {
+                let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 2u64, __db + 128u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 4u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 6u64, __db + 384u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              let __nx: i64 = __ci + 3i64;
+              if __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __nbu as usize;
+                  {
+                    let __off0: i64 = a_ptrs_16_off + __it * __st16;
+                    let __dst: usize = 0usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[0usize],
                         ),
-                        (0i32)
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[0usize] as usize;
+                      if {
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    c_base_12,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    64usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
-                          ),
-                      );
-                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
+                          );
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
-                                + ((__warp / 4) % 1usize) * 64usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                              let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
                           ),
-                      );
-                      let __c20 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x19,
-                        __x18,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x19,
-                          __c20,
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
                         )
-                    })
-              },
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[1usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[1usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[2usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[2usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          a_base_10,
+                          __pb0[3usize],
+                        ),
+                        __off0,
+                      );
+                      let __so: usize = __dst + __so0[3usize] as usize;
+                      if {
+                        let __x6 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x7 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __x6,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x7,
+                            __c8,
+                          )
+                      } {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_17_off + __it * __st17;
+                    let __dst: usize = 8192usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[0usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[0usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[1usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[1usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[2usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[2usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          b_base_11,
+                          __pb1[3usize],
+                        ),
+                        __off1,
+                      );
+                      let __so: usize = __dst + __so1[3usize] as usize;
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      ) {
+                        ::kernel_std::__private::device::cp_async_16(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        );
+                      } else {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut accumulator_18);
+          }
+        } else {
+          ::core::hint::cold_path();
+          if __n > 0 {
+            let mut __pi: i64 = 0;
+            while __pi < 3i64 {
+              if __pi < __n {
+                {
+                  let __it: i64 = __pi;
+                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __pi as usize;
+                  {
+                    let __off0: i64 = a_ptrs_16_off + __it * __st16;
+                    let __dst: usize = 0usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[2usize],
+                          );
+                          if __pb0[2usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[3usize],
+                          );
+                          if __pb0[3usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_17_off + __it * __st17;
+                    let __dst: usize = 8192usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[2usize],
+                          );
+                          if __pb1[2usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[3usize],
+                          );
+                          if __pb1[3usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              __pi += 1;
+            }
+            let mut __ci: i64 = 0;
+            let mut __cbu: u32 = 0;
+            let mut __nbu: u32 = 3u32;
+            while __ci < __n {
+              ::kernel_std::__private::device::cp_async_wait_group::<
+                2u32,
+              >();
+              ::kernel_std::__private::device::fence_proxy_async();
+              ::kernel_std::__private::device::bar_sync();
+              let __cb: usize = __cbu as usize;
+              {
+                let __da: u64 = __da0 + ((__cb as u32) * 1024u32) as u64;
+                let __db: u64 = __db0 + ((__cb as u32) * 1024u32) as u64;
+                ::kernel_std::__private::device::wgmma_fence();
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 0u64, __db + 0u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 2u64, __db + 128u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 4u64, __db + 256u64);
+                ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+                  32usize,
+                  0usize,
+                  0u32,
+                  1u32,
+                >(&mut accumulator_18, __da + 6u64, __db + 384u64);
+                ::kernel_std::__private::device::wgmma_commit();
+              }
+              let __nx: i64 = __ci + 3i64;
+              if __nx < __n {
+                {
+                  let __it: i64 = __nx;
+                  let k_19: i32 = ((__start as i64) + __it * (__step as i64))
+                    as i32;
+                  let __buf: usize = __nbu as usize;
+                  {
+                    let __off0: i64 = a_ptrs_16_off + __it * __st16;
+                    let __dst: usize = 0usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[0usize],
+                          );
+                          if __pb0[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[1usize],
+                          );
+                          if __pb0[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[2usize],
+                          );
+                          if __pb0[2usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            __pb0[3usize],
+                          );
+                          if __pb0[3usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off0,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !({
+                        let __x12 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __x13 = (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          );
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        );
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x13,
+                          __x12,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x13,
+                            __c14,
+                          )
+                      }
+                        && (__inb0
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_a_ptr as usize,
+                            ) as *mut _,
+                            __len_a_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            a_base_10,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_m_8,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_M,
+                                ),
+                                __p_stride_am,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_ak,
+                              ),
+                            ),
+                          ),
+                          __off0,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_a_ptr,
+                            __len_a_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                  {
+                    let __off1: i64 = b_ptrs_17_off + __it * __st17;
+                    let __dst: usize = 8192usize + __buf * 16384usize;
+                    let mut __slow: u32 = 0;
+                    {
+                      let __c: usize = 0usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[0usize],
+                          );
+                          if __pb1[0usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 0usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 1usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[1usize],
+                          );
+                          if __pb1[1usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 2usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[2usize],
+                          );
+                          if __pb1[2usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 2usize;
+                      }
+                    }
+                    {
+                      let __c: usize = 3usize * 128usize + __tid;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        {
+                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            __pb1[3usize],
+                          );
+                          if __pb1[3usize]
+                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                          {
+                            __b
+                          } else {
+                            __b.map_addr(|__a| __a | 1)
+                          }
+                        },
+                        __off1,
+                      );
+                      let __so: usize = __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2;
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_19,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      )
+                        && (__inb1
+                          || ::kernel_std::__private::device::fits(
+                            __g,
+                            ::kernel_std::__private::device::opaque_usize(
+                              __p_b_ptr as usize,
+                            ) as *mut _,
+                            __len_b_ptr,
+                            8usize,
+                          ))
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
+                          ::kernel_std::__private::device::smem_addr() + __so as u32,
+                          __g as *const u8,
+                        ))
+                      {
+                        __slow |= (1 as u32) << 3usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 128usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 64usize;
+                                __r * 64usize
+                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_19,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            b_base_11,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_stride_bk,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                <i32 as ::kernel_std::__private::device::Num>::rem(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      pid_n_9,
+                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                        64i64,
+                                      ),
+                                    ),
+                                    (0i32)
+                                      .wrapping_add(
+                                        ({
+                                          let __pf: usize = (__f0 + __i);
+                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                        }) as i32,
+                                      ),
+                                  ),
+                                  __p_N,
+                                ),
+                                __p_stride_bn,
+                              ),
+                            ),
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            1,
+                          );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
+                        }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::record_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
+                      }
+                    }
+                  }
+                }
+              }
+              ::kernel_std::__private::device::cp_async_commit();
+              ::kernel_std::__private::device::wgmma_wait::<1>();
+              __ci += 1;
+              __cbu = if __cbu + 1 == 5u32 { 0 } else { __cbu + 1 };
+              __nbu = if __nbu + 1 == 5u32 { 0 } else { __nbu + 1 };
+            }
+            ::kernel_std::__private::device::wgmma_wait::<0>();
+            ::kernel_std::__private::device::wgmma_tie_n64::<
+              32usize,
+              0usize,
+            >(&mut accumulator_18);
+          }
+        }
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::bar_sync();
+        if __tid == 0 {
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 81920usize as u32,
           );
-          if __sfast {
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 81928usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 81936usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 81944usize as u32,
+          );
+          ::kernel_std::__private::device::mbarrier_inval(
+            ::kernel_std::__private::device::smem_addr() + 81952usize as u32,
+          );
+        }
+        a_ptrs_16_off += __n * __st16;
+        b_ptrs_17_off += __n * __st17;
+        ::kernel_std::__private::device::outline(move || {
+          let mut c_22: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          {
             let __val = ::kernel_std::__private::device::inline_fn(
               #[inline(always)]
-              |__j: usize| -> ::kernel_std::__private::device::F16 {
-                let __v: usize = __j % 2;
+              |__j: usize| -> f32 {
                 let __f: usize = (((__warp / 4) / 1usize) * 64usize
                   + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
                   + (__warp % 4) * 16 + __lane / 4) * 64usize
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                c_22[__j]
+                accumulator_18[__j]
               },
             );
-            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __warp * 2304usize) as u32;
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
-                  + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(0usize), __val(1usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(2usize), __val(3usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(4usize), __val(5usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(6usize), __val(7usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                  + 32usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(8usize), __val(9usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(10usize), __val(11usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(12usize), __val(13usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(14usize), __val(15usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                  + 64usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(18usize), __val(19usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(22usize), __val(23usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
-                  + 96usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(26usize), __val(27usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(30usize), __val(31usize)),
-              ],
-            );
-            ::kernel_std::__private::device::warp_sync();
-            for __q in 0..4usize {
-              let __qi: usize = __q * 32 + __lane;
-              if __qi < 128usize {
-                let (__row, __ch): (usize, usize) = (
-                  __qi / 8usize,
-                  __qi % 8usize,
+            ::kernel_std::__private::device::unroll::<
+              16usize,
+              _,
+            >(
+              #[inline(always)]
+              |__p: usize| {
+                let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+                  __val(2 * __p),
+                  __val(2 * __p + 1),
                 );
-                let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                  __sw + (__row * 144usize + __ch * 16) as u32,
+                c_22[2 * __p] = ::kernel_std::__private::device::F16(
+                  __w as u16,
                 );
-                let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    c_base_12,
+                c_22[2 * __p + 1] = ::kernel_std::__private::device::F16(
+                  (__w >> 16) as u16,
+                );
+              },
+            );
+          }
+          {
+            let __sfast: bool = ::kernel_std::__private::device::warp_all(
+              true
+                && {
+                  let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      c_base_12,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cm,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
+                      __p_stride_cn,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  );
+                  let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      c_base_12,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cm,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cn,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  );
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_stride_cn)
+                    .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+                    && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
+                    && (__pa as usize) % 16usize == 0
+                    && ::kernel_std::__private::device::fits(
+                      __pa,
+                      __p_c_ptr,
+                      __len_c_ptr,
+                      64usize,
+                    )
+                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    )
+                      && {
+                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c2 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x1,
+                          __x0,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x1,
+                            __c2,
+                          )
+                      })
+                }
+                && {
+                  let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      c_base_12,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cm,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cn,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  );
+                  let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      c_base_12,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cm,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cn,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  );
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_stride_cn)
+                    .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+                    && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
+                    && (__pa as usize) % 16usize == 0
+                    && ::kernel_std::__private::device::fits(
+                      __pa,
+                      __p_c_ptr,
+                      __len_c_ptr,
+                      64usize,
+                    )
+                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                + (__lane % 4) * 2 - (__lane % 4) * 2));
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    )
+                      && {
+                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize + 0usize
+                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c5 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x4,
+                          __x3,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x4,
+                            __c5,
+                          )
+                      })
+                },
+            );
+            if __sfast {
+              let __val = ::kernel_std::__private::device::inline_fn(
+                #[inline(always)]
+                |__j: usize| -> ::kernel_std::__private::device::F16 {
+                  let __v: usize = __j % 2;
+                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                    + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                    + (__warp % 4) * 16 + __lane / 4) * 64usize
+                    + ((__warp / 4) % 1usize) * 64usize
+                    + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                    + (__lane % 4) * 2;
+                  c_22[__j]
+                },
+              );
+              let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+                + (0usize + __warp * 2304usize) as u32;
+              ::kernel_std::__private::device::stmatrix_x4(
+                __sw
+                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
+                    + (__lane / 16) * 16) as u32,
+                [
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(0usize), __val(1usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(2usize), __val(3usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(4usize), __val(5usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(6usize), __val(7usize)),
+                ],
+              );
+              ::kernel_std::__private::device::stmatrix_x4(
+                __sw
+                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
+                    + 32usize + (__lane / 16) * 16) as u32,
+                [
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(8usize), __val(9usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(10usize), __val(11usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(12usize), __val(13usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(14usize), __val(15usize)),
+                ],
+              );
+              ::kernel_std::__private::device::stmatrix_x4(
+                __sw
+                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
+                    + 64usize + (__lane / 16) * 16) as u32,
+                [
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(16usize), __val(17usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(18usize), __val(19usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(20usize), __val(21usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(22usize), __val(23usize)),
+                ],
+              );
+              ::kernel_std::__private::device::stmatrix_x4(
+                __sw
+                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize
+                    + 96usize + (__lane / 16) * 16) as u32,
+                [
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(24usize), __val(25usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(26usize), __val(27usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(28usize), __val(29usize)),
+                  ::kernel_std::__private::device::pack2::<
+                    ::kernel_std::__private::device::F16,
+                  >(__val(30usize), __val(31usize)),
+                ],
+              );
+              ::kernel_std::__private::device::warp_sync();
+              for __q in 0..4usize {
+                let __qi: usize = __q * 32 + __lane;
+                if __qi < 128usize {
+                  let (__row, __ch): (usize, usize) = (
+                    __qi / 8usize,
+                    __qi % 8usize,
+                  );
+                  let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+                    __sw + (__row * 144usize + __ch * 16) as u32,
+                  );
+                  let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      c_base_12,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cm,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                                  + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
+                                  + ((__warp / 4) % 1usize) * 64usize;
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      __p_stride_cn,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                             64i64,
                           ),
@@ -9749,17 +8848,854 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               let __pf: usize = (((__warp / 4) / 1usize) * 64usize
                                 + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
                                 + ((__warp / 4) % 1usize) * 64usize;
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
                             }) as i32,
                           ),
                       ),
                     ),
+                  );
+                  ::kernel_std::__private::device::store_vec::<
+                    u32,
+                    4,
+                  >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+                }
+              }
+              ::kernel_std::__private::device::warp_sync();
+            } else {
+              ::core::hint::cold_path();
+              ::kernel_std::__private::device::outline(move || {
+                let __np: usize = ::kernel_std::__private::device::opaque_usize(
+                  16usize,
+                );
+                let mut __p: usize = 0;
+                while __p < __np {
+                  let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+                  let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+                  let mut __sm: [bool; 2usize] = [false; 2usize];
+                  {
+                    let __v: usize = 0usize;
+                    let __j: usize = 2 * __p + 0usize;
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        c_base_12,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          __p_stride_cm,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cn,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    );
+                    __sv[__v] = c_22[__j];
+                    __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    );
+                  }
+                  {
+                    let __v: usize = 1usize;
+                    let __j: usize = 2 * __p + 1usize;
+                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                      + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                      + (__warp % 4) * 16 + __lane / 4) * 64usize
+                      + ((__warp / 4) % 1usize) * 64usize
+                      + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                      + (__lane % 4) * 2;
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        c_base_12,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          __p_stride_cm,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_cn,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      ),
+                    );
+                    __sv[__v] = c_22[__j];
+                    __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_m_8,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_n_9,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    );
+                  }
+                  if true && __sm[0usize] && __sm[1usize]
+                    && (__sp[0] as usize) % 4usize == 0
+                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __sp[0],
+                      __p_c_ptr,
+                      __len_c_ptr,
+                      2usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      ::kernel_std::__private::device::F16,
+                      2usize,
+                    >(__sp[0], __sv);
+                  } else {
+                    if __sm[0usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[0usize],
+                        __p_c_ptr,
+                        __len_c_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[0usize],
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[1usize],
+                        __p_c_ptr,
+                        __len_c_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[1usize],
+                        __sv[1usize],
+                      );
+                    }
+                  }
+                  __p += 1;
+                }
+              });
+            }
+          }
+        });
+        return;
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 81920usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 81928usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 81936usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 81944usize as u32,
+        );
+        ::kernel_std::__private::device::mbarrier_inval(
+          ::kernel_std::__private::device::smem_addr() + 81952usize as u32,
+        );
+      }
+      a_ptrs_16_off += __n * __st16;
+      b_ptrs_17_off += __n * __st17;
+    }
+    let mut c_22: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 64usize
+            + ((__warp / 4) % 1usize) * 64usize + (((__j) % 32usize) / 4) * 8
+            + (__j) % 2 + (__lane % 4) * 2;
+          accumulator_18[__j]
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        16usize,
+        _,
+      >(
+        #[inline(always)]
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          c_22[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          c_22[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
+          );
+        },
+      );
+    }
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                64usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c17 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x16,
+                    __x15,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x16,
+                      __c17,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 126usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                64usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 63usize));
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c20 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x19,
+                    __x18,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x19,
+                      __c20,
+                    )
+                })
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            c_22[__j]
+          },
+        );
+        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+          + (0usize + __warp * 2304usize) as u32;
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 0usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(0usize), __val(1usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(2usize), __val(3usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(4usize), __val(5usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(6usize), __val(7usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 32usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(8usize), __val(9usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(10usize), __val(11usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(12usize), __val(13usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(14usize), __val(15usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 64usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(16usize), __val(17usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(18usize), __val(19usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(20usize), __val(21usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(22usize), __val(23usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 144usize + 96usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(24usize), __val(25usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(26usize), __val(27usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(28usize), __val(29usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(30usize), __val(31usize)),
+          ],
+        );
+        ::kernel_std::__private::device::warp_sync();
+        for __q in 0..4usize {
+          let __qi: usize = __q * 32 + __lane;
+          if __qi < 128usize {
+            let (__row, __ch): (usize, usize) = (
+              __qi / 8usize,
+              __qi % 8usize,
+            );
+            let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+              __sw + (__row * 144usize + __ch * 16) as u32,
+            );
+            let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                c_base_12,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                            + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
+                            + ((__warp / 4) % 1usize) * 64usize;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                          + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
+                          + ((__warp / 4) % 1usize) * 64usize;
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  c_base_12,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_9,
+                        pid_m_8,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                           64i64,
                         ),
@@ -9767,279 +9703,215 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                              + 0usize * 64 + (__warp % 4) * 16 + __row) * 64usize
-                              + ((__warp / 4) % 1usize) * 64usize;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
                           }) as i32,
                         ),
                     ),
                   ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_22[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  c_base_12,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_22[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
                 );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
               }
             }
-            ::kernel_std::__private::device::warp_sync();
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    16usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 64usize
-                        + ((__warp / 4) % 1usize) * 64usize
-                        + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          c_base_12,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = c_22[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 64usize
-                        + ((__warp / 4) % 1usize) * 64usize
-                        + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          c_base_12,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_8,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = c_22[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_9,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 4usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
+            __p += 1;
           }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "batched_matmul_kernel"))]

@@ -32,2186 +32,2176 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut dw_2: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut dw_2: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
-          8usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                dw_2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            dw_2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
             );
-          },
-        );
-        let mut db_3: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                db_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_M;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let i_4: i32 = __i;
-            let __vfast: bool = {
-              let mut __ok: bool = true;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                8usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                __ok = __ok
-                  & ({
-                    let __q0 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q1 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q2 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q3 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    (__q0 as usize) % 4 == 0 && true
-                      && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q3 as usize) == (__q0 as usize) + 12usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_dw_ptr,
-                        __len_dw_ptr,
-                        4usize,
-                      )
-                  }
-                    | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        i_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ))
-                      || {
-                        let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c4 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x3,
-                          __x2,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x2,
-                            __c4,
-                          )
-                      }));
-                __jc += 1;
-              }
-              __ok
-            };
-            if __vfast {
-              let mut __ld5_all: [[f32; 4usize]; 8usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                  let __ld5: [f32; 4usize] = {
-                    let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        f32,
-                        4usize,
-                      >(
-                        __q0,
-                        !((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ))
-                          || {
-                            let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __c11 = __p_N;
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x10,
-                              __x9,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x9,
-                                __c11,
-                              )
-                          }),
-                        [
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        i_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    )
-                      && {
-                        let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c8 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
-                          )
-                      }) && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q3 as usize) == (__q0 as usize) + 12usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_dw_ptr,
-                        __len_dw_ptr,
-                        4usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        f32,
-                        4usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_dw_ptr,
-                            __len_dw_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_dw_ptr,
-                            __len_dw_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_dw_ptr,
-                            __len_dw_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_dw_ptr,
-                            __len_dw_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld5_all[__jc] = __ld5;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                  let __ld5: [f32; 4usize] = __ld5_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    4usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 4usize + __v;
-                      let __f: usize = __f0 + __v;
-                      dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        dw_2[__j],
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        ) {
-                          __ld5[__v]
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              dw_2 = ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let mut dw_2 = dw_2;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    8usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      4usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 4usize + __v,
-                        31usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        dw_2[__j],
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_dw_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  i_4,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                i_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_dw_ptr,
-                              __len_dw_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                    __jc += 1;
-                  }
-                  dw_2
-                },
-              );
-            }
-            let __vfast: bool = {
-              let mut __ok: bool = true;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                8usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                __ok = __ok
-                  & ({
-                    let __q0 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q1 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q2 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q3 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    (__q0 as usize) % 4 == 0 && true
-                      && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q3 as usize) == (__q0 as usize) + 12usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_db_ptr,
-                        __len_db_ptr,
-                        4usize,
-                      )
-                  }
-                    | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        i_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ))
-                      || {
-                        let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c14 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x12,
-                            __c14,
-                          )
-                      }));
-                __jc += 1;
-              }
-              __ok
-            };
-            if __vfast {
-              let mut __ld15_all: [[f32; 4usize]; 8usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                  let __ld15: [f32; 4usize] = {
-                    let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        f32,
-                        4usize,
-                      >(
-                        __q0,
-                        !((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            i_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ))
-                          || {
-                            let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __c21 = __p_N;
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x20,
-                              __x19,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x19,
-                                __c21,
-                              )
-                          }),
-                        [
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        i_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    )
-                      && {
-                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c18 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x17,
-                          __x16,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x17,
-                            __c18,
-                          )
-                      }) && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q3 as usize) == (__q0 as usize) + 12usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_db_ptr,
-                        __len_db_ptr,
-                        4usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        f32,
-                        4usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_db_ptr,
-                            __len_db_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_db_ptr,
-                            __len_db_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_db_ptr,
-                            __len_db_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_db_ptr,
-                            __len_db_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld15_all[__jc] = __ld15;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                  let __ld15: [f32; 4usize] = __ld15_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    4usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 4usize + __v;
-                      let __f: usize = __f0 + __v;
-                      db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        db_3[__j],
-                        if <bool as ::kernel_std::__private::device::Int>::and(
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              i_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_M,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  128i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_N,
-                          ),
-                        ) {
-                          __ld15[__v]
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              db_3 = ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let mut db_3 = db_3;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    8usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      4usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 4usize + __v,
-                        31usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        db_3[__j],
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_db_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  i_4,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                i_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_0,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = __f;
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_db_ptr,
-                              __len_db_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                    __jc += 1;
-                  }
-                  db_3
-                },
-              );
-            }
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut __red22: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = dw_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                    3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-                    2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-                    1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-                    0usize, 1usize, 2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              __red22[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut sum_dw_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              sum_dw_8[__j] = __red22[__j];
-            }
-          },
-        );
-        let mut __red23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = db_3[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                    3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-                    2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
-                    1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
-                    0usize, 1usize, 2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              __red23[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut sum_db_9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              sum_db_9[__j] = __red23[__j];
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                ),
-                __p_N,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_final_dw_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_final_dw_ptr,
-                    __len_final_dw_ptr,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(__a, sum_dw_8[__j]);
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                ),
-                __p_N,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_final_db_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_final_db_ptr,
-                    __len_final_db_ptr,
-                    __fnote,
-                    3u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(__a, sum_db_9[__j]);
-                  }
-                }
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    let mut db_3: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            db_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_M;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let i_4: i32 = __i;
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    4usize,
+                  )
+              }
+                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    i_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ))
+                  || {
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c4 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x3,
+                      __x2,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x2,
+                        __c4,
+                      )
+                  }));
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld5_all: [[f32; 4usize]; 8usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+              let __ld5: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
+                    4usize,
+                  >(
+                    __q0,
+                    !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      }),
+                    [
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    false,
+                  )
+                } else if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    i_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                )
+                  && {
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c8 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x7,
+                      __x6,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x7,
+                        __c8,
+                      )
+                  }) && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    4usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    f32,
+                    4usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld5_all[__jc] = __ld5;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+              let __ld5: [f32; 4usize] = __ld5_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                4usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 4usize + __v;
+                  let __f: usize = __f0 + __v;
+                  dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    dw_2[__j],
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ) {
+                      __ld5[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          dw_2 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut dw_2 = dw_2;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                8usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  4usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    31usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    dw_2[__j],
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_dw_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              i_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            i_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_M,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_dw_ptr,
+                          __len_dw_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+                __jc += 1;
+              }
+              dw_2
+            },
+          );
+        }
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    4usize,
+                  )
+              }
+                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    i_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ))
+                  || {
+                    let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c14 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x13,
+                      __x12,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x12,
+                        __c14,
+                      )
+                  }));
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld15_all: [[f32; 4usize]; 8usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+              let __ld15: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
+                    4usize,
+                  >(
+                    __q0,
+                    !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ))
+                      || {
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c21 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __x19,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x19,
+                            __c21,
+                          )
+                      }),
+                    [
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    false,
+                  )
+                } else if (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    i_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                )
+                  && {
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c18 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __x16,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x17,
+                        __c18,
+                      )
+                  }) && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    4usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    f32,
+                    4usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld15_all[__jc] = __ld15;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+              let __ld15: [f32; 4usize] = __ld15_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                4usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 4usize + __v;
+                  let __f: usize = __f0 + __v;
+                  db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    db_3[__j],
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ) {
+                      __ld15[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  );
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          db_3 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut db_3 = db_3;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                8usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  4usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    31usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    db_3[__j],
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_db_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              i_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            i_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_M,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = __f;
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_N,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_db_ptr,
+                          __len_db_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+                __jc += 1;
+              }
+              db_3
+            },
+          );
+        }
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut __red22: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = dw_2[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+                1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red22[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut sum_dw_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          sum_dw_8[__j] = __red22[__j];
+        }
+      },
+    );
+    let mut __red23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = db_3[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize, 0usize, 1usize, 2usize, 3usize, 0usize,
+                1usize, 2usize, 3usize, 0usize, 1usize, 2usize, 3usize,
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red23[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut sum_db_9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          sum_db_9[__j] = __red23[__j];
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_final_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_final_dw_ptr,
+                __len_final_dw_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(__a, sum_dw_8[__j]);
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                pid_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_final_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_final_db_ptr,
+                __len_final_db_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(__a, sum_db_9[__j]);
+              }
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "layer_norm_bwd_dwdb"))]

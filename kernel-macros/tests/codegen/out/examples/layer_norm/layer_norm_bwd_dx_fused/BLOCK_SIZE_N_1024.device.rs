@@ -45,317 +45,1313 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut x_row_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_x,
-          ),
-        );
-        let mut dy_row_4: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_dy_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_dy,
-          ),
-        );
-        let mut dx_row_5: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_dx_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_dx,
-          ),
-        );
-        let mut lock_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
-          row_0,
-          __p_group_size_m,
-        );
-        let mut lock_7: *mut i32 = ::kernel_std::__private::device::ptr_add(
-          __p_lock_ptr,
-          lock_id_6,
-        );
-        let mut count_8: *mut i32 = ::kernel_std::__private::device::ptr_add(
-          lock_7,
-          __p_group_size_m,
-        );
-        let mut dy_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut x_row_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_x_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_x),
+    );
+    let mut dy_row_4: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_dy_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_dy),
+    );
+    let mut dx_row_5: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_dx_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_dx),
+    );
+    let mut lock_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
+      row_0,
+      __p_group_size_m,
+    );
+    let mut lock_7: *mut i32 = ::kernel_std::__private::device::ptr_add(
+      __p_lock_ptr,
+      lock_id_6,
+    );
+    let mut count_8: *mut i32 = ::kernel_std::__private::device::ptr_add(
+      lock_7,
+      __p_group_size_m,
+    );
+    let mut dy_12: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add((0usize) as i32),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    dy_row_4,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      dy_row_4,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  dy_row_4,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            dy_row_4,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld7_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld7: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x11 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x12 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c13 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x12,
+                    __x11,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x11,
+                      __c13,
+                    )
+                },
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                ],
+                true,
+              )
+            };
+            __ld7_all[__jc] = __ld7;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld7: [f32; 4usize] = __ld7_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                dy_12[__j] = __ld7[__v];
+              },
+            );
+          },
+        );
+      } else {
+        let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c6 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x5,
+                      __x4,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __c6,
+                      )
+                  },
+                  [
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c3 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x2,
+                  __x1,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
                       __p_dy_ptr,
                       __len_dy_ptr,
-                      __eu,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
                     )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  dy_row_4,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  dy_row_4,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  dy_row_4,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  dy_row_4,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-                      let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                      let __c6 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __c6,
-                        )
-                    },
-                    [
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
-                  let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c3 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x2,
-                    __x1,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x2,
-                      __c3,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_dy_ptr,
-                    __len_dy_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_dy_ptr,
-                        __len_dy_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_dy_ptr,
-                        __len_dy_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_dy_ptr,
-                        __len_dy_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_dy_ptr,
-                        __len_dy_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  dy_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    __ld0[__v]
+                  {
+                    ::kernel_std::__private::device::load(__q0)
                   } else {
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       0f64,
                     )
-                  };
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          dy_12 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut dy_12 = dy_12;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_dy_ptr,
+                      __len_dy_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_dy_ptr,
+                      __len_dy_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_dy_ptr,
+                      __len_dy_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                dy_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
                 ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
+                  __ld0[__v]
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                };
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      dy_12 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut dy_12 = dy_12;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              dy_12[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  dy_row_4,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              };
+            }
+            __jc += 1;
+          }
+          dy_12
+        },
+      );
+    }
+    let mut mean_14: f32 = {
+      let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_mean_ptr,
+          __len_mean_ptr,
+          __fault,
+          __tag,
+          6u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    let mut rstd_15: f32 = {
+      let __a = ::kernel_std::__private::device::ptr_add(__p_rstd_ptr, row_0);
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_rstd_ptr,
+          __len_rstd_ptr,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    let mut xhat_18: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  x_row_3,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            x_row_3,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld21_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld21: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x25 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x26 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c27 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x26,
+                    __x25,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x25,
+                      __c27,
+                    )
+                },
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                ],
+                true,
+              )
+            };
+            __ld21_all[__jc] = __ld21;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld21: [f32; 4usize] = __ld21_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                xhat_18[__j] = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      __ld21[__v],
+                      mean_14,
+                    ),
+                    rstd_15,
                   );
-                  let __f: usize = __f0 + __v;
-                  dy_12[__j] = {
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+              },
+            );
+          },
+        );
+      } else {
+        let mut __ld14_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld14: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x18 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x19 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c20 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x19,
+                      __x18,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x18,
+                        __c20,
+                      )
+                  },
+                  [
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    ),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x15 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c17 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x16,
+                  __x15,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x16,
+                    __c17,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      4u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      4u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      4u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      4u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                ]
+              }
+            };
+            __ld14_all[__jc] = __ld14;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld14: [f32; 4usize] = __ld14_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                xhat_18[__j] = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
+                      ) {
+                        __ld14[__v]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      mean_14,
+                    ),
+                    rstd_15,
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      xhat_18 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut xhat_18 = xhat_18;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              xhat_18[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        x_row_3,
+                        (0i32).wrapping_add((__f) as i32),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          4u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                    mean_14,
+                  ),
+                  rstd_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
+            }
+            __jc += 1;
+          }
+          xhat_18
+        },
+      );
+    }
+    let mut wdy_19: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_w_ptr,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld35_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld35: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x39 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x40 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c41 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x40,
+                    __x39,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x39,
+                      __c41,
+                    )
+                },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld35_all[__jc] = __ld35;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld35: [f32; 4usize] = __ld35_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                wdy_19[__j] = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    __ld35[__v],
+                    dy_12[__j],
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+              },
+            );
+          },
+        );
+      } else {
+        let mut __ld28_all: [[f32; 4usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld28: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x32 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x33 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c34 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x33,
+                      __x32,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x32,
+                        __c34,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x29 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x30 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c31 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x30,
+                  __x29,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x30,
+                    __c31,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      5u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      5u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      5u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      5u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld28_all[__jc] = __ld28;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld28: [f32; 4usize] = __ld28_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                wdy_19[__j] = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    ) {
+                      __ld28[__v]
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    dy_12[__j],
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      wdy_19 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut wdy_19 = wdy_19;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              wdy_19[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  {
                     let __a = ::kernel_std::__private::device::ptr_add(
-                      dy_row_4,
+                      __p_w_ptr,
                       (0i32).wrapping_add((__f) as i32),
                     );
                     if <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -364,714 +1360,334 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                     )
                       && ::kernel_std::__private::device::in_bounds(
                         __a,
-                        __p_dy_ptr,
-                        __len_dy_ptr,
-                        __fnote,
-                        1u32,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        5u32,
                         ::core::line!(),
                       )
                     {
                       ::kernel_std::__private::device::load(__a)
                     } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
+                      <f32 as ::core::default::Default>::default()
                     }
-                  };
-                }
-                __jc += 1;
-              }
-              dy_12
-            },
-          );
-        }
-        let mut mean_14: f32 = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_mean_ptr,
-            row_0,
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_mean_ptr,
-              __len_mean_ptr,
-              __fnote,
-              6u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
+                  },
+                  dy_12[__j],
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
+            }
+            __jc += 1;
           }
-        };
-        let mut rstd_15: f32 = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_rstd_ptr,
-            row_0,
+          wdy_19
+        },
+      );
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+              xhat_18[__j],
+              wdy_19[__j],
+            );
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red42: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red42,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = wdy_19[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red43: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red43,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
           );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_rstd_ptr,
-              __len_rstd_ptr,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            )
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  dx_row_5,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
           {
-            ::kernel_std::__private::device::load(__a)
+            1024usize
           } else {
-            <f32 as ::core::default::Default>::default()
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
           }
-        };
-        let mut xhat_18: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    x_row_3,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      x_row_3,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld7_all: [[f32; 4usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld7: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_3,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_3,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_3,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_3,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x11 = (0i32).wrapping_add(((__f0)) as i32);
-                      let __x12 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                      let __c13 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x12,
-                        __x11,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x11,
-                          __c13,
-                        )
-                    },
-                    [
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
-                  let __x8 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x9 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c10 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x9,
-                    __x8,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x9,
-                      __c10,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              __ld7_all[__jc] = __ld7;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld7: [f32; 4usize] = __ld7_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  xhat_18[__j] = {
-                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_N,
-                        ) {
-                          __ld7[__v]
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        mean_14,
-                      ),
-                      rstd_15,
-                    );
-                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  };
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          xhat_18 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut xhat_18 = xhat_18;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  xhat_18[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            x_row_3,
-                            (0i32).wrapping_add((__f) as i32),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32).wrapping_add((__f) as i32),
-                            __p_N,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_x_ptr,
-                              __len_x_ptr,
-                              __fnote,
-                              4u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                        mean_14,
-                      ),
-                      rstd_15,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
-                }
-                __jc += 1;
-              }
-              xhat_18
-            },
-          );
-        }
-        let mut wdy_19: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld14_all: [[f32; 4usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld14: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x18 = (0i32).wrapping_add(((__f0)) as i32);
-                      let __x19 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                      let __c20 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x19,
-                        __x18,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x18,
-                          __c20,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x15 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c17 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fnote,
-                        5u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fnote,
-                        5u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fnote,
-                        5u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fnote,
-                        5u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld14_all[__jc] = __ld14;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld14: [f32; 4usize] = __ld14_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  wdy_19[__j] = {
-                    let __wa = <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_N,
-                      ) {
-                        __ld14[__v]
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      dy_12[__j],
-                    );
-                    let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  };
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          wdy_19 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut wdy_19 = wdy_19;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  wdy_19[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            5u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                      dy_12[__j],
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
-                }
-                __jc += 1;
-              }
-              wdy_19
-            },
-          );
-        }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            dx_row_5,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1079,6 +1695,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1087,119 +1706,36 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
               |__v: usize| {
                 let __j: usize = __jc * 4usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  xhat_18[__j],
-                  wdy_19[__j],
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  dx_row_5,
+                  (0i32).wrapping_add((__f) as i32),
                 );
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    wdy_19[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        xhat_18[__j],
+                        c1_20,
+                      ),
+                      c2_21,
+                    ),
+                  ),
+                  rstd_15,
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
                 );
               },
             );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv, true);
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red21: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red21,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
+      } else {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1207,6 +1743,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1215,183 +1754,190 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
               |__v: usize| {
                 let __j: usize = __jc * 4usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = wdy_19[__j];
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  dx_row_5,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    wdy_19[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        xhat_18[__j],
+                        c1_20,
+                      ),
+                      c2_21,
+                    ),
+                  ),
+                  rstd_15,
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
                 );
               },
             );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 4usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red22: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red22,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
                 {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    dx_row_5,
-                    (0i32).wrapping_add((0usize) as i32),
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
                   );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      dx_row_5,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __eu,
-                    )
                 }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    dx_row_5,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
                     <f32 as ::kernel_std::__private::device::Num>::sub(
                       wdy_19[__j],
                       <f32 as ::kernel_std::__private::device::Num>::add(
@@ -1403,1042 +1949,246 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                       ),
                     ),
                     rstd_15,
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_dx_ptr,
-                    __len_dx_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    dx_row_5,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_dx_ptr,
-                      __len_dx_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          wdy_19[__j],
-                          <f32 as ::kernel_std::__private::device::Num>::add(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              xhat_18[__j],
-                              c1_20,
-                            ),
-                            c2_21,
-                          ),
-                        ),
-                        rstd_15,
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut partial_dw_23: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  dy_12[__j],
-                  xhat_18[__j],
+                  ),
                 );
-              },
-            );
-          },
-        );
-        let mut partial_db_24: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut partial_dw_23: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                partial_db_24[__j] = dy_12[__j];
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              dy_12[__j],
+              xhat_18[__j],
             );
           },
         );
-        loop {
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __old: i32 = {
-              let __a = lock_7;
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lock_ptr,
-                  __len_lock_ptr,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
-              {
-                <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
-                  3u8,
-                  0u8,
-                >(__a, (0i32), (1i32))
-              } else {
-                <i32 as ::core::default::Default>::default()
-              }
-            };
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut i32,
-              __old,
-            );
+      },
+    );
+    let mut partial_db_24: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            partial_db_24[__j] = dy_12[__j];
+          },
+        );
+      },
+    );
+    loop {
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __old: i32 = {
+          let __a = lock_7;
+          if true
+            && ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_lock_ptr,
+              __len_lock_ptr,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
+              3u8,
+              0u8,
+            >(__a, (0i32), (1i32))
+          } else {
+            <i32 as ::core::default::Default>::default()
           }
-          ::kernel_std::__private::device::bar_sync();
-          let mut atomic_25: i32 = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut i32,
-          );
-          ::kernel_std::__private::device::bar_sync();
-          let mut while_cond_26: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
-            atomic_25,
-            (1i32),
-          );
-          if !while_cond_26 {
-            break;
-          }
-        }
-        let mut c_27: i32 = {
+        };
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut i32,
+          __old,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let mut atomic_25: i32 = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut i32,
+      );
+      ::kernel_std::__private::device::bar_sync();
+      let mut while_cond_26: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
+        atomic_25,
+        (1i32),
+      );
+      if !while_cond_26 {
+        break;
+      }
+    }
+    let mut c_27: i32 = {
+      let __a = count_8;
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_lock_ptr,
+          __len_lock_ptr,
+          __fault,
+          __tag,
+          8u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <i32 as ::core::default::Default>::default()
+      }
+    };
+    if <i32 as ::kernel_std::__private::device::Num>::eq(c_27, (0i32)) {
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __old: i32 = {
           let __a = count_8;
           if true
             && ::kernel_std::__private::device::in_bounds(
               __a,
               __p_lock_ptr,
               __len_lock_ptr,
-              __fnote,
+              __fault,
+              __tag,
               8u32,
               ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load(__a)
+            <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+              3u8,
+              0u8,
+            >(__a, (1i32))
           } else {
             <i32 as ::core::default::Default>::default()
           }
         };
-        if <i32 as ::kernel_std::__private::device::Num>::eq(c_27, (0i32)) {
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __old: i32 = {
-              let __a = count_8;
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lock_ptr,
-                  __len_lock_ptr,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut i32,
+          __old,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let mut atomic_28: i32 = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut i32,
+      );
+      ::kernel_std::__private::device::bar_sync();
+    } else {
+      let __vfast: bool = {
+        let mut __ok: bool = true
+          && {
+            let __e: usize = {
+              let (__a0, __b0): (i64, i64) = (
+                ((0i32).wrapping_add((0usize) as i32)) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(1023i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
               {
-                <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                  3u8,
-                  0u8,
-                >(__a, (1i32))
+                1024usize
               } else {
-                <i32 as ::core::default::Default>::default()
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 1024usize as i64) as usize
               }
             };
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut i32,
-              __old,
+            let __eu: usize = ::core::cmp::min(
+              (__e + (4usize - 1)) / 4usize * 4usize,
+              1024usize,
             );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let mut atomic_28: i32 = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut i32,
-          );
-          ::kernel_std::__private::device::bar_sync();
-        } else {
-          let __vfast: bool = {
-            let mut __ok: bool = true
-              && {
-                let __e: usize = {
-                  let (__a0, __b0): (i64, i64) = (
-                    ((0i32).wrapping_add((0usize) as i32)) as i64,
-                    (__p_N) as i64,
-                  );
-                  if __a0
-                    .checked_add(1023i64)
-                    .is_none_or(|__z| __z > i32::MAX as i64)
-                  {
-                    1024usize
-                  } else {
-                    __b0
-                      .saturating_sub(__a0)
-                      .saturating_add(0i64)
-                      .clamp(0, 1024usize as i64) as usize
-                  }
-                };
-                let __eu: usize = ::core::cmp::min(
-                  (__e + (4usize - 1)) / 4usize * 4usize,
-                  1024usize,
+            __eu == 0
+              || {
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
                 );
-                __eu == 0
-                  || {
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_dw_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
+                (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                  && (::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_dw_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        lock_id_6,
+                        __p_N,
                       ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    );
-                    (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                      && (::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_dw_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            lock_id_6,
-                            __p_N,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_dw_ptr,
-                        __len_dw_ptr,
-                        __eu,
-                      )
-                  }
-              };
-            __ok
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __eu,
+                  )
+              }
           };
-          if __vfast {
-            let mut __ld23_all: [[f32; 4usize]; 1usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld23: [f32; 4usize] = {
-                  let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  );
-                  let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  );
-                  let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  );
-                  let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  if __vfast {
-                    ::kernel_std::__private::device::load_vec_any::<
-                      f32,
-                      4usize,
-                    >(
-                      __q0,
-                      !{
-                        let __x27 = (0i32).wrapping_add(((__f0)) as i32);
-                        let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                        let __c29 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x28,
-                          __x27,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x27,
-                            __c29,
-                          )
-                      },
-                      [
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                      ],
-                    )
-                  } else if {
-                    let __x24 = (0i32).wrapping_add(((__f0)) as i32);
-                    let __x25 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                    let __c26 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x25,
-                      __x24,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x25,
-                        __c26,
-                      )
-                  } && (__q0 as usize) % 16usize == 0
-                    && ((1i64) == 1i64
-                      && (__q3 as usize) == (__q0 as usize) + 12usize)
-                    && ::kernel_std::__private::device::fits(
-                      __q0,
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      4usize,
-                    )
-                  {
-                    ::kernel_std::__private::device::load_vec::<
-                      f32,
-                      4usize,
-                    >(__q0)
-                  } else {
-                    [
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q0,
-                          __p_dw_ptr,
-                          __len_dw_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q0)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q1,
-                          __p_dw_ptr,
-                          __len_dw_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q1)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q2,
-                          __p_dw_ptr,
-                          __len_dw_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q2)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q3,
-                          __p_dw_ptr,
-                          __len_dw_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q3)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                    ]
-                  }
-                };
-                __ld23_all[__jc] = __ld23;
-              },
+        __ok
+      };
+      if __vfast {
+        if true
+          && (({
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld23: [f32; 4usize] = __ld23_all[__jc];
-                ::kernel_std::__private::device::unroll::<
-                  4usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__v: usize| {
-                    let __j: usize = __jc * 4usize + __v;
-                    let __f: usize = __f0 + __v;
-                    partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                      partial_dw_23[__j],
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_N,
-                      ) {
-                        __ld23[__v]
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                    );
-                  },
-                );
-              },
-            );
-          } else {
-            ::core::hint::cold_path();
-            partial_dw_23 = ::kernel_std::__private::device::inline_call(
-              #[inline(always)]
-              move || {
-                let __vfast: bool = false;
-                let mut partial_dw_23 = partial_dw_23;
-                let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
-                );
-                let mut __jc: usize = 0;
-                while __jc < __nc {
-                  let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                  for __v in 0..::kernel_std::__private::device::opaque_usize(
-                    4usize,
-                  ) {
-                    let __j: usize = ::core::cmp::min(
-                      __jc * 4usize + __v,
-                      3usize,
-                    );
-                    let __f: usize = __f0 + __v;
-                    partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                      partial_dw_23[__j],
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_dw_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              lock_id_6,
-                              __p_N,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_dw_ptr,
-                            __len_dw_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                    );
-                  }
-                  __jc += 1;
-                }
-                partial_dw_23
-              },
-            );
-          }
-          let __vfast: bool = {
-            let mut __ok: bool = true
-              && {
-                let __e: usize = {
-                  let (__a0, __b0): (i64, i64) = (
-                    ((0i32).wrapping_add((0usize) as i32)) as i64,
-                    (__p_N) as i64,
-                  );
-                  if __a0
-                    .checked_add(1023i64)
-                    .is_none_or(|__z| __z > i32::MAX as i64)
-                  {
-                    1024usize
-                  } else {
-                    __b0
-                      .saturating_sub(__a0)
-                      .saturating_add(0i64)
-                      .clamp(0, 1024usize as i64) as usize
-                  }
-                };
-                let __eu: usize = ::core::cmp::min(
-                  (__e + (4usize - 1)) / 4usize * 4usize,
-                  1024usize,
-                );
-                __eu == 0
-                  || {
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_db_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
-                      ),
-                      (0i32).wrapping_add((0usize) as i32),
-                    );
-                    (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                      && (::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_db_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            lock_id_6,
-                            __p_N,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                      ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_db_ptr,
-                        __len_db_ptr,
-                        __eu,
-                      )
-                  }
-              };
-            __ok
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          }) % 4usize == 0
+            && ((::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_dw_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as usize) % 16usize == 0)
+        {
+          let mut __ld51_all: [[f32; 4usize]; 1usize] = unsafe {
+            ::core::mem::zeroed()
           };
-          if __vfast {
-            let mut __ld30_all: [[f32; 4usize]; 1usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld30: [f32; 4usize] = {
-                  let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  );
-                  let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  );
-                  let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  );
-                  let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  if __vfast {
-                    ::kernel_std::__private::device::load_vec_any::<
-                      f32,
-                      4usize,
-                    >(
-                      __q0,
-                      !{
-                        let __x34 = (0i32).wrapping_add(((__f0)) as i32);
-                        let __x35 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                        let __c36 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x35,
-                          __x34,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x34,
-                            __c36,
-                          )
-                      },
-                      [
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                        <f32 as ::core::default::Default>::default(),
-                      ],
-                    )
-                  } else if {
-                    let __x31 = (0i32).wrapping_add(((__f0)) as i32);
-                    let __x32 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                    let __c33 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x32,
-                      __x31,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x32,
-                        __c33,
-                      )
-                  } && (__q0 as usize) % 16usize == 0
-                    && ((1i64) == 1i64
-                      && (__q3 as usize) == (__q0 as usize) + 12usize)
-                    && ::kernel_std::__private::device::fits(
-                      __q0,
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      4usize,
-                    )
-                  {
-                    ::kernel_std::__private::device::load_vec::<
-                      f32,
-                      4usize,
-                    >(__q0)
-                  } else {
-                    [
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q0,
-                          __p_db_ptr,
-                          __len_db_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q0)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q1,
-                          __p_db_ptr,
-                          __len_db_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q1)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q2,
-                          __p_db_ptr,
-                          __len_db_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q2)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __q3,
-                          __p_db_ptr,
-                          __len_db_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__q3)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                    ]
-                  }
-                };
-                __ld30_all[__jc] = __ld30;
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let __ld30: [f32; 4usize] = __ld30_all[__jc];
-                ::kernel_std::__private::device::unroll::<
-                  4usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__v: usize| {
-                    let __j: usize = __jc * 4usize + __v;
-                    let __f: usize = __f0 + __v;
-                    partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                      partial_db_24[__j],
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_N,
-                      ) {
-                        __ld30[__v]
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                    );
-                  },
-                );
-              },
-            );
-          } else {
-            ::core::hint::cold_path();
-            partial_db_24 = ::kernel_std::__private::device::inline_call(
-              #[inline(always)]
-              move || {
-                let __vfast: bool = false;
-                let mut partial_db_24 = partial_db_24;
-                let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                  1usize,
-                );
-                let mut __jc: usize = 0;
-                while __jc < __nc {
-                  let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                  for __v in 0..::kernel_std::__private::device::opaque_usize(
-                    4usize,
-                  ) {
-                    let __j: usize = ::core::cmp::min(
-                      __jc * 4usize + __v,
-                      3usize,
-                    );
-                    let __f: usize = __f0 + __v;
-                    partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                      partial_db_24[__j],
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_db_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              lock_id_6,
-                              __p_N,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_db_ptr,
-                            __len_db_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                    );
-                  }
-                  __jc += 1;
-                }
-                partial_db_24
-              },
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_dw_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
-                      ),
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
           ::kernel_std::__private::device::unroll::<
             1usize,
             _,
@@ -2446,9 +2196,55 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
+              let __ld51: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                );
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x55 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x56 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c57 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x56,
+                      __x55,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x55,
+                        __c57,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  true,
+                )
+              };
+              __ld51_all[__jc] = __ld51;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld51: [f32; 4usize] = __ld51_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -2457,251 +2253,199 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                 |__v: usize| {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = partial_dw_23[__j];
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
+                  partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    partial_dw_23[__j],
+                    __ld51[__v],
                   );
                 },
               );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
+            },
+          );
+        } else {
+          let mut __ld44_all: [[f32; 4usize]; 1usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld44: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                );
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                );
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                );
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                  >(
+                    __q0,
+                    !{
+                      let __x48 = (0i32).wrapping_add(((__f0)) as i32);
+                      let __x49 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                      let __c50 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x49,
+                        __x48,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x48,
+                          __c50,
+                        )
+                    },
+                    [
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                    ],
+                    false,
+                  )
+                } else if {
+                  let __x45 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x46 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c47 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x46,
+                    __x45,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x46,
+                      __c47,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
                   && ::kernel_std::__private::device::fits(
-                    __sp[0],
+                    __q0,
                     __p_dw_ptr,
                     __len_dw_ptr,
                     4usize,
                   )
                 {
-                  ::kernel_std::__private::device::store_vec::<
+                  ::kernel_std::__private::device::load_vec::<
                     f32,
                     4usize,
-                  >(__sp[0], __sv);
+                  >(__q0)
                 } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_dw_ptr,
-                      __len_dw_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      partial_dw_23[__j],
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_N) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                  ]
                 }
               };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_db_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
-                      ),
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
+              __ld44_all[__jc] = __ld44;
+            },
+          );
           ::kernel_std::__private::device::unroll::<
             1usize,
             _,
@@ -2709,9 +2453,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
+              let __ld44: [f32; 4usize] = __ld44_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -2720,7 +2462,121 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                 |__v: usize| {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    partial_dw_23[__j],
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    ) {
+                      __ld44[__v]
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+      } else {
+        ::core::hint::cold_path();
+        partial_dw_23 = ::kernel_std::__private::device::inline_call(
+          #[inline(always)]
+          move || {
+            let __vfast: bool = false;
+            let mut partial_dw_23 = partial_dw_23;
+            let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+              1usize,
+            );
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              for __v in 0..::kernel_std::__private::device::opaque_usize(
+                4usize,
+              ) {
+                let __j: usize = ::core::cmp::min(
+                  __jc * 4usize + __v,
+                  3usize,
+                );
+                let __f: usize = __f0 + __v;
+                partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_dw_23[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_dw_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          lock_id_6,
+                          __p_N,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                );
+              }
+              __jc += 1;
+            }
+            partial_dw_23
+          },
+        );
+      }
+      let __vfast: bool = {
+        let mut __ok: bool = true
+          && {
+            let __e: usize = {
+              let (__a0, __b0): (i64, i64) = (
+                ((0i32).wrapping_add((0usize) as i32)) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(1023i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                1024usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 1024usize as i64) as usize
+              }
+            };
+            let __eu: usize = ::core::cmp::min(
+              (__e + (4usize - 1)) / 4usize * 4usize,
+              1024usize,
+            );
+            __eu == 0
+              || {
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                );
+                (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                  && (::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       __p_db_ptr,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -2728,220 +2584,1112 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_1024(
                         __p_N,
                       ),
                     ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = partial_db_24[__j];
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __eu,
+                  )
+              }
+          };
+        __ok
+      };
+      if __vfast {
+        if true
+          && (({
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          }) % 4usize == 0
+            && ((::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_db_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  lock_id_6,
+                  __p_N,
+                ),
+              ),
+              (0i32).wrapping_add((0usize) as i32),
+            )) as usize) % 16usize == 0)
+        {
+          let mut __ld65_all: [[f32; 4usize]; 1usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld65: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                );
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x69 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x70 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c71 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x70,
+                      __x69,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x69,
+                        __c71,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  true,
+                )
+              };
+              __ld65_all[__jc] = __ld65;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld65: [f32; 4usize] = __ld65_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                4usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 4usize + __v;
+                  let __f: usize = __f0 + __v;
+                  partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    partial_db_24[__j],
+                    __ld65[__v],
                   );
                 },
               );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
+            },
+          );
+        } else {
+          let mut __ld58_all: [[f32; 4usize]; 1usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld58: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                );
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                );
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                );
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                  >(
+                    __q0,
+                    !{
+                      let __x62 = (0i32).wrapping_add(((__f0)) as i32);
+                      let __x63 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                      let __c64 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x63,
+                        __x62,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x62,
+                          __c64,
+                        )
+                    },
+                    [
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                    ],
+                    false,
+                  )
+                } else if {
+                  let __x59 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x60 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c61 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x60,
+                    __x59,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x60,
+                      __c61,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
                   && ::kernel_std::__private::device::fits(
-                    __sp[0],
+                    __q0,
                     __p_db_ptr,
                     __len_db_ptr,
                     4usize,
                   )
                 {
-                  ::kernel_std::__private::device::store_vec::<
+                  ::kernel_std::__private::device::load_vec::<
                     f32,
                     4usize,
-                  >(__sp[0], __sv);
+                  >(__q0)
                 } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      __p_N,
                     )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                  ]
                 }
-              }
+              };
+              __ld58_all[__jc] = __ld58;
             },
           );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
             #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    3usize,
-                  );
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld58: [f32; 4usize] = __ld58_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                4usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
+                  partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    partial_db_24[__j],
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    ) {
+                      __ld58[__v]
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
                   );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_db_ptr,
-                      __len_db_ptr,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      partial_db_24[__j],
-                    );
-                  }
-                }
-                __jc += 1;
-              }
+                },
+              );
             },
           );
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = lock_7;
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_lock_ptr,
-                __len_lock_ptr,
-                __fnote,
-                8u32,
-                ::core::line!(),
-              )
+      } else {
+        ::core::hint::cold_path();
+        partial_db_24 = ::kernel_std::__private::device::inline_call(
+          #[inline(always)]
+          move || {
+            let __vfast: bool = false;
+            let mut partial_db_24 = partial_db_24;
+            let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+              1usize,
+            );
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              for __v in 0..::kernel_std::__private::device::opaque_usize(
+                4usize,
+              ) {
+                let __j: usize = ::core::cmp::min(
+                  __jc * 4usize + __v,
+                  3usize,
+                );
+                let __f: usize = __f0 + __v;
+                partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_db_24[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_db_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          lock_id_6,
+                          __p_N,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                );
+              }
+              __jc += 1;
+            }
+            partial_db_24
+          },
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
             {
-              <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                3u8,
-                0u8,
-              >(__a, (0i32))
+              1024usize
             } else {
-              <i32 as ::core::default::Default>::default()
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
             }
           };
-          ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
           );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_29: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_dw_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                lock_id_6,
+                __p_N,
+              ),
+            ),
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = partial_dw_23[__j];
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
         );
-        ::kernel_std::__private::device::bar_sync();
-      },
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = partial_dw_23[__j];
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_dw_23[__j],
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_N) as i64,
+          );
+          if __a0.checked_add(1023i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            1024usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 1024usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_db_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                lock_id_6,
+                __p_N,
+              ),
+            ),
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = partial_db_24[__j];
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = partial_db_24[__j];
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                3usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_db_24[__j],
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = lock_7;
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_lock_ptr,
+            __len_lock_ptr,
+            __fault,
+            __tag,
+            8u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+            3u8,
+            0u8,
+          >(__a, (0i32))
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_29: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "layer_norm_bwd_dx_fused"))]

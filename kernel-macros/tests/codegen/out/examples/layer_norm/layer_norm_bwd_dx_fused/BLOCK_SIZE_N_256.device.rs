@@ -45,57 +45,119 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut x_row_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_x_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_x),
+    );
+    let mut dy_row_4: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_dy_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_dy),
+    );
+    let mut dx_row_5: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_dx_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_dx),
+    );
+    let mut lock_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
+      row_0,
+      __p_group_size_m,
+    );
+    let mut lock_7: *mut i32 = ::kernel_std::__private::device::ptr_add(
+      __p_lock_ptr,
+      lock_id_6,
+    );
+    let mut count_8: *mut i32 = ::kernel_std::__private::device::ptr_add(
+      lock_7,
+      __p_group_size_m,
+    );
+    let mut dy_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut x_row_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_x,
-          ),
-        );
-        let mut dy_row_4: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_dy_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_dy,
-          ),
-        );
-        let mut dx_row_5: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_dx_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_dx,
-          ),
-        );
-        let mut lock_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::rem(
-          row_0,
-          __p_group_size_m,
-        );
-        let mut lock_7: *mut i32 = ::kernel_std::__private::device::ptr_add(
-          __p_lock_ptr,
-          lock_id_6,
-        );
-        let mut count_8: *mut i32 = ::kernel_std::__private::device::ptr_add(
-          lock_7,
-          __p_group_size_m,
-        );
-        let mut dy_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              dy_12[__j] = {
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          dy_12[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_dy_ptr,
+                __len_dy_ptr,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    let mut mean_14: f32 = {
+      let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_mean_ptr,
+          __len_mean_ptr,
+          __fault,
+          __tag,
+          6u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    let mut rstd_15: f32 = {
+      let __a = ::kernel_std::__private::device::ptr_add(__p_rstd_ptr, row_0);
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_rstd_ptr,
+          __len_rstd_ptr,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    let mut xhat_16: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              {
                 let __a = ::kernel_std::__private::device::ptr_add(
-                  dy_row_4,
+                  x_row_3,
                   (0i32).wrapping_add((__f) as i32),
                 );
                 if <i32 as ::kernel_std::__private::device::Num>::lt(
@@ -104,10 +166,11 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
                 )
                   && ::kernel_std::__private::device::in_bounds(
                     __a,
-                    __p_dy_ptr,
-                    __len_dy_ptr,
-                    __fnote,
-                    1u32,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
                     ::core::line!(),
                   )
                 {
@@ -117,435 +180,354 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
                     0f64,
                   )
                 }
-              };
-            }
-          },
-        );
-        let mut mean_14: f32 = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_mean_ptr,
-            row_0,
+              },
+              mean_14,
+            ),
+            rstd_15,
           );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_mean_ptr,
-              __len_mean_ptr,
-              __fnote,
-              6u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-        let mut rstd_15: f32 = {
-          let __a = ::kernel_std::__private::device::ptr_add(
-            __p_rstd_ptr,
-            row_0,
-          );
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_rstd_ptr,
-              __len_rstd_ptr,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-        let mut xhat_16: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      x_row_3,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                  mean_14,
-                ),
-                rstd_15,
-              );
-            }
-          },
-        );
-        let mut wdy_17: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fnote,
-                      5u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  }
-                },
-                dy_12[__j],
-              );
-            }
-          },
-        );
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-                {
-                  let __wa = xhat_16[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                },
-                {
-                  let __wa = wdy_17[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                },
-              );
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __red0: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red0,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              let __x = {
-                let __wa = wdy_17[__j];
-                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_N,
-                ) {
-                  __wa
-                } else {
-                  __wb
-                }
-              };
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+      },
+    );
+    let mut wdy_17: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                (0i32).wrapping_add((__f) as i32),
               );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __fault,
+                  __tag,
+                  5u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              }
+            },
+            dy_12[__j],
+          );
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __red1: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red1,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
+      },
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+            {
+              let __wa = xhat_16[__j];
+              let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              );
               if <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
                 __p_N,
               ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    dx_row_5,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_dx_ptr,
-                    __len_dx_ptr,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                __wa
+              } else {
+                __wb
+              }
+            },
+            {
+              let __wa = wdy_17[__j];
+              let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            },
+          );
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red0: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red0,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = {
+            let __wa = wdy_17[__j];
+            let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+              0f64,
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_N,
+            ) {
+              __wa
+            } else {
+              __wb
+            }
+          };
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red1: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red1,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_dx_ptr,
+                __len_dx_ptr,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      {
+                        let __wa = wdy_17[__j];
+                        let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32).wrapping_add((__f) as i32),
+                          __p_N,
+                        ) {
+                          __wa
+                        } else {
+                          __wb
+                        }
+                      },
+                      <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
                           {
-                            let __wa = wdy_17[__j];
+                            let __wa = xhat_16[__j];
                             let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
                             );
@@ -558,378 +540,367 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_256(
                               __wb
                             }
                           },
-                          <f32 as ::kernel_std::__private::device::Num>::add(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              {
-                                let __wa = xhat_16[__j];
-                                let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                );
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  (0i32).wrapping_add((__f) as i32),
-                                  __p_N,
-                                ) {
-                                  __wa
-                                } else {
-                                  __wb
-                                }
-                              },
-                              c1_20,
-                            ),
-                            c2_21,
-                          ),
+                          c1_20,
                         ),
-                        rstd_15,
+                        c2_21,
                       ),
-                    );
-                  }
-                }
+                    ),
+                    rstd_15,
+                  ),
+                );
               }
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut partial_dw_23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                dy_12[__j],
-                {
-                  let __wa = xhat_16[__j];
-                  let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                },
-              );
-            }
-          },
-        );
-        let mut partial_db_24: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              partial_db_24[__j] = dy_12[__j];
-            }
-          },
-        );
-        loop {
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __old: i32 = {
-              let __a = lock_7;
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lock_ptr,
-                  __len_lock_ptr,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
-              {
-                <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
-                  3u8,
-                  0u8,
-                >(__a, (0i32), (1i32))
-              } else {
-                <i32 as ::core::default::Default>::default()
-              }
-            };
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut i32,
-              __old,
-            );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let mut atomic_25: i32 = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut i32,
-          );
-          ::kernel_std::__private::device::bar_sync();
-          let mut while_cond_26: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
-            atomic_25,
-            (1i32),
-          );
-          if !while_cond_26 {
-            break;
           }
         }
-        let mut c_27: i32 = {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut partial_dw_23: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            dy_12[__j],
+            {
+              let __wa = xhat_16[__j];
+              let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            },
+          );
+        }
+      },
+    );
+    let mut partial_db_24: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          partial_db_24[__j] = dy_12[__j];
+        }
+      },
+    );
+    loop {
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __old: i32 = {
+          let __a = lock_7;
+          if true
+            && ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_lock_ptr,
+              __len_lock_ptr,
+              __fault,
+              __tag,
+              8u32,
+              ::core::line!(),
+            )
+          {
+            <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
+              3u8,
+              0u8,
+            >(__a, (0i32), (1i32))
+          } else {
+            <i32 as ::core::default::Default>::default()
+          }
+        };
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut i32,
+          __old,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let mut atomic_25: i32 = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut i32,
+      );
+      ::kernel_std::__private::device::bar_sync();
+      let mut while_cond_26: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
+        atomic_25,
+        (1i32),
+      );
+      if !while_cond_26 {
+        break;
+      }
+    }
+    let mut c_27: i32 = {
+      let __a = count_8;
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_lock_ptr,
+          __len_lock_ptr,
+          __fault,
+          __tag,
+          8u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <i32 as ::core::default::Default>::default()
+      }
+    };
+    if <i32 as ::kernel_std::__private::device::Num>::eq(c_27, (0i32)) {
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __old: i32 = {
           let __a = count_8;
           if true
             && ::kernel_std::__private::device::in_bounds(
               __a,
               __p_lock_ptr,
               __len_lock_ptr,
-              __fnote,
+              __fault,
+              __tag,
               8u32,
               ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load(__a)
+            <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+              3u8,
+              0u8,
+            >(__a, (1i32))
           } else {
             <i32 as ::core::default::Default>::default()
           }
         };
-        if <i32 as ::kernel_std::__private::device::Num>::eq(c_27, (0i32)) {
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __old: i32 = {
-              let __a = count_8;
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lock_ptr,
-                  __len_lock_ptr,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut i32,
+          __old,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let mut atomic_28: i32 = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut i32,
+      );
+      ::kernel_std::__private::device::bar_sync();
+    } else {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 256usize;
+          if __f < 256usize {
+            partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              partial_dw_23[__j],
               {
-                <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                  3u8,
-                  0u8,
-                >(__a, (1i32))
-              } else {
-                <i32 as ::core::default::Default>::default()
-              }
-            };
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut i32,
-              __old,
-            );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let mut atomic_28: i32 = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut i32,
-          );
-          ::kernel_std::__private::device::bar_sync();
-        } else {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 256usize;
-              if __f < 256usize {
-                partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  partial_dw_23[__j],
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_dw_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
                       __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_dw_ptr,
-                        __len_dw_ptr,
-                        __fnote,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              }
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 256usize;
-              if __f < 256usize {
-                partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  partial_db_24[__j],
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_db_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          lock_id_6,
-                          __p_N,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_db_ptr,
-                        __len_db_ptr,
-                        __fnote,
-                        3u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_dw_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
                     ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
                     __a,
                     __p_dw_ptr,
                     __len_dw_ptr,
-                    __fnote,
+                    __fault,
+                    __tag,
                     2u32,
                     ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      partial_dw_23[__j],
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
+                  )
                 {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_db_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        lock_id_6,
-                        __p_N,
-                      ),
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              },
+            );
+          }
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 256usize;
+          if __f < 256usize {
+            partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              partial_db_24[__j],
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
                     ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
                     __a,
                     __p_db_ptr,
                     __len_db_ptr,
-                    __fnote,
+                    __fault,
+                    __tag,
                     3u32,
                     ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      partial_db_24[__j],
-                    );
-                  }
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
                 }
+              },
+            );
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_dw_ptr,
+                __len_dw_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_dw_23[__j],
+                );
               }
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = lock_7;
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_lock_ptr,
-                __len_lock_ptr,
-                __fnote,
-                8u32,
-                ::core::line!(),
-              )
-            {
-              <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                3u8,
-                0u8,
-              >(__a, (0i32))
-            } else {
-              <i32 as ::core::default::Default>::default()
-            }
-          };
-          ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
-          );
+          }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_29: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
-        );
-        ::kernel_std::__private::device::bar_sync();
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_N,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_db_ptr,
+                __len_db_ptr,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  partial_db_24[__j],
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = lock_7;
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_lock_ptr,
+            __len_lock_ptr,
+            __fault,
+            __tag,
+            8u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+            3u8,
+            0u8,
+          >(__a, (0i32))
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_29: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
+    );
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "layer_norm_bwd_dx_fused"))]

@@ -38,106 +38,41 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut x_row_1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_x_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_x),
+    );
+    let mut y_row_2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_y_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_y),
+    );
+    let mut _mean_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut x_row_1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_x,
-          ),
-        );
-        let mut y_row_2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_y_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_y,
-          ),
-        );
-        let mut _mean_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              );
-            }
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            256i64,
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
           );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_4: i32 = __i;
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
-                  _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    _mean_3[__j],
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        x_row_1,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_4,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_4,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_x_ptr,
-                          __len_x_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                }
-              },
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
         }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        256i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_4: i32 = __i;
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -146,221 +81,182 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
           |__j: usize| {
             let __f = __tid + __j * 256usize;
             if __f < 256usize {
-              let __x = _mean_3[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red0: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red0,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut _var_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              );
-            }
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            256i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_9: i32 = __i;
-            let mut x_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
-                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+              _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                _mean_3[__j],
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
+                      off_4,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                      mean_7,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
                     )
+                  {
+                    ::kernel_std::__private::device::load(__a)
                   } else {
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       0f64,
                     )
-                  };
-                }
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
-                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    _var_8[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_12[__j],
-                      x_12[__j],
-                    ),
-                  );
-                }
-              },
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+                  }
+                },
+              );
+            }
+          },
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = _mean_3[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
         }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red0: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red0,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut _var_8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
+          );
+        }
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        256i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_9: i32 = __i;
+        let mut x_12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -369,15 +265,53 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
           |__j: usize| {
             let __f = __tid + __j * 256usize;
             if __f < 256usize {
-              let __x = _var_8[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
+              x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  mean_7,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
               };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
             }
           },
         );
@@ -386,327 +320,356 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                _var_8[__j],
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  x_12[__j],
+                  x_12[__j],
+                ),
+              );
+            }
           },
         );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red1: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
         };
-        ::kernel_std::__private::device::bar_sync();
-        let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red1,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
-          <f32 as ::kernel_std::__private::device::Float>::sqrt(
-            <f32 as ::kernel_std::__private::device::Num>::add(
-              var_13,
-              __p_eps,
-            ),
+      }
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = _var_8[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
           ),
         );
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_mean_ptr,
-              row_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_mean_ptr,
-              __len_mean_ptr,
-              __fnote,
-              4u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, mean_7);
-            }
-          }
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red1: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red1,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
+      <f32 as ::kernel_std::__private::device::Float>::sqrt(
+        <f32 as ::kernel_std::__private::device::Num>::add(var_13, __p_eps),
+      ),
+    );
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_mean_ptr,
+          __len_mean_ptr,
+          __fault,
+          __tag,
+          4u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, mean_7);
         }
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_rstd_ptr,
-              row_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_rstd_ptr,
-              __len_rstd_ptr,
-              __fnote,
-              5u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, rstd_14);
-            }
-          }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_rstd_ptr, row_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_rstd_ptr,
+          __len_rstd_ptr,
+          __fault,
+          __tag,
+          5u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, rstd_14);
         }
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            256i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_15: i32 = __i;
-            let mut x_hat_21: [f32; 1usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
-                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                      mean_7,
-                    ),
-                    rstd_14,
-                  );
-                }
-              },
-            );
-            let mut y_22: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
-                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_hat_21[__j],
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                    ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        256i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_15: i32 = __i;
+        let mut x_hat_21: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
                       )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      }
-                    },
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  mean_7,
+                ),
+                rstd_14,
+              );
+            }
+          },
+        );
+        let mut y_22: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  x_hat_21[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                ),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
                   );
-                }
-              },
-            );
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 256usize;
-                if __f < 256usize {
                   if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  }
+                },
+              );
+            }
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f = __tid + __j * 256usize;
+            if __f < 256usize {
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_N,
+              ) {
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
                   ) {
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        y_row_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      ) {
-                        ::kernel_std::__private::device::store(__a, y_22[__j]);
-                      }
-                    }
+                    ::kernel_std::__private::device::store(__a, y_22[__j]);
                   }
                 }
-              },
-            );
-            ::kernel_std::__private::device::bar_sync();
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+              }
+            }
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "layer_norm_fwd_fused"))]

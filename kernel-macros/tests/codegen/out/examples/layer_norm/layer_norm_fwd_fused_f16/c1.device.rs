@@ -38,2706 +38,3376 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut x_row_1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_x_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_x),
+    );
+    let mut y_row_2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_y_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(row_0, __p_stride_y),
+    );
+    let mut _mean_3: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut x_row_1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_x_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_x,
-          ),
-        );
-        let mut y_row_2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_y_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_stride_y,
-          ),
-        );
-        let mut _mean_3: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            _mean_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
             );
           },
         );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            512i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_4: i32 = __i;
-            let __vfast: bool = {
-              let mut __ok: bool = true
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        512i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_4: i32 = __i;
+        let __vfast: bool = {
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_4,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld7_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c13 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x12,
+                        __x11,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x11,
+                          __c13,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    true,
+                  )
+                };
+                __ld7_all[__jc] = __ld7;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = __ld7_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                      _mean_3[__j],
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(__ld7[__v]),
+                    );
+                  },
+                );
+              },
+            );
+          } else {
+            let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c6 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x5,
+                          __x4,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x4,
+                            __c6,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c3 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x2,
+                      __x1,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x2,
+                        __c3,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ]
+                  }
+                };
+                __ld0_all[__jc] = __ld0;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                      _mean_3[__j],
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_4,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __ld0[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      ),
+                    );
+                  },
+                );
+              },
+            );
+          }
+        } else {
+          ::core::hint::cold_path();
+          _mean_3 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut _mean_3 = _mean_3;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                1usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    7usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _mean_3[__j],
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >({
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         x_row_1,
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_4,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_x_ptr,
-                          __len_x_ptr,
-                          __eu,
-                        )
-                    }
-                };
-              __ok
-            };
-            if __vfast {
-              let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c6 = __p_N;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x5,
-                            __x4,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x4,
-                              __c6,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_4,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c3 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x2,
-                        __x1,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x2,
-                          __c3,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_4,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld0_all[__jc] = __ld0;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        _mean_3[__j],
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F16,
-                          f32,
-                        >(
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_4,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __ld0[__v]
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              _mean_3 = ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let mut _mean_3 = _mean_3;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    1usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        7usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        _mean_3[__j],
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F16,
-                          f32,
-                        >({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            x_row_1,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_4,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_4,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_x_ptr,
-                              __len_x_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        }),
-                      );
-                    }
-                    __jc += 1;
-                  }
-                  _mean_3
-                },
-              );
-            }
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = _mean_3[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 64usize + __tid) * 8usize + 0usize);
-          if __f < 512usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red7: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 2usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red7,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut _var_8: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            512i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_9: i32 = __i;
-            let __vfast: bool = {
-              let mut __ok: bool = true
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
-                  );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        x_row_1,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_x_ptr,
-                          __len_x_ptr,
-                          __eu,
-                        )
-                    }
-                };
-              __ok
-            };
-            if __vfast {
-              let mut __ld8_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let __ld8: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c14 = __p_N;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x13,
-                            __x12,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x12,
-                              __c14,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c11 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x10,
-                        __x9,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x10,
-                          __c11,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld8_all[__jc] = __ld8;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let __ld8: [::kernel_std::__private::device::F16; 8usize] = __ld8_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        _var_8[__j],
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          {
-                            let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >(
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __ld8[__v]
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              ),
-                              mean_7,
-                            );
-                            let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __wa
-                            } else {
-                              __wb
-                            }
-                          },
-                          {
-                            let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >(
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                ) {
-                                  __ld8[__v]
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                },
-                              ),
-                              mean_7,
-                            );
-                            let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            ) {
-                              __wa
-                            } else {
-                              __wb
-                            }
-                          },
-                        ),
-                      );
-                    },
-                  );
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              _var_8 = ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let mut _var_8 = _var_8;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    1usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        7usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                        _var_8[__j],
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >({
-                                let __a = ::kernel_std::__private::device::ptr_add(
-                                  x_row_1,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                );
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                )
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __a,
-                                    __p_x_ptr,
-                                    __len_x_ptr,
-                                    __fnote,
-                                    0u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                }
-                              }),
-                              mean_7,
-                            )
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            <f32 as ::kernel_std::__private::device::Num>::sub(
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >({
-                                let __a = ::kernel_std::__private::device::ptr_add(
-                                  x_row_1,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                );
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_9,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                )
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __a,
-                                    __p_x_ptr,
-                                    __len_x_ptr,
-                                    __fnote,
-                                    0u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                    0f64,
-                                  )
-                                }
-                              }),
-                              mean_7,
-                            )
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        ),
-                      );
-                    }
-                    __jc += 1;
-                  }
-                  _var_8
-                },
-              );
-            }
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = _var_8[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 64usize + __tid) * 8usize + 0usize);
-          if __f < 512usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red15: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 2usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          __red15,
-          ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
-        );
-        let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
-          <f32 as ::kernel_std::__private::device::Float>::sqrt(
-            <f32 as ::kernel_std::__private::device::Num>::add(
-              var_13,
-              __p_eps,
-            ),
-          ),
-        );
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_mean_ptr,
-              row_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_mean_ptr,
-              __len_mean_ptr,
-              __fnote,
-              4u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, mean_7);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_rstd_ptr,
-              row_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_rstd_ptr,
-              __len_rstd_ptr,
-              __fnote,
-              5u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, rstd_14);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_N;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            512i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_15: i32 = __i;
-            ::kernel_std::__private::device::bar_sync();
-            let __vfast: bool = {
-              let mut __ok: bool = true
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
-                  );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        x_row_1,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_x_ptr,
-                          __len_x_ptr,
-                          __eu,
-                        )
-                    }
-                }
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
-                  );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        __p_w_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_w_ptr,
-                          __len_w_ptr,
-                          __eu,
-                        )
-                    }
-                }
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
-                  );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __eu,
-                        )
-                    }
-                }
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_N) as i64,
-                    );
-                    if __a0
-                      .checked_add(511i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      512usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 512usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    512usize,
-                  );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        y_row_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          y_row_2,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __eu,
-                        )
-                    }
-                };
-              __ok
-            };
-            if __vfast {
-              let mut __ld16_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              let mut __ld23_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              let mut __ld30_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let __ld16: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      x_row_1,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c22 = __p_N;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x21,
-                            __x20,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x20,
-                              __c22,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c19 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x18,
-                        __x17,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x18,
-                          __c19,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  let __ld23: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_w_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c29 = __p_N;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x28,
-                            __x27,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x27,
-                              __c29,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                        ],
-                      )
-                    } else if {
-                      let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c26 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x25,
-                        __x24,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x25,
-                          __c26,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fnote,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                      ]
-                    }
-                  };
-                  let __ld30: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      __p_b_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c36 = __p_N;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x35,
-                            __x34,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x34,
-                              __c36,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                        ],
-                      )
-                    } else if {
-                      let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c33 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x32,
-                        __x31,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x32,
-                          __c33,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                      ]
-                    }
-                  };
-                  __ld16_all[__jc] = __ld16;
-                  __ld23_all[__jc] = __ld23;
-                  __ld30_all[__jc] = __ld30;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                1usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                  let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                  let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                  let mut __sm: [bool; 8usize] = [false; 8usize];
-                  let __ld16: [::kernel_std::__private::device::F16; 8usize] = __ld16_all[__jc];
-                  let __ld23: [::kernel_std::__private::device::F16; 8usize] = __ld23_all[__jc];
-                  let __ld30: [::kernel_std::__private::device::F16; 8usize] = __ld30_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        y_row_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
                           (0i32).wrapping_add((__f) as i32),
                         ),
                       );
-                      __sv[__v] = ::kernel_std::__private::device::cast::<
-                        f32,
-                        ::kernel_std::__private::device::F16,
-                      >(
-                        <f32 as ::kernel_std::__private::device::Num>::add(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              <f32 as ::kernel_std::__private::device::Num>::sub(
-                                ::kernel_std::__private::device::cast::<
-                                  ::kernel_std::__private::device::F16,
-                                  f32,
-                                >(
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      off_15,
-                                      (0i32).wrapping_add((__f) as i32),
-                                    ),
-                                    __p_N,
-                                  ) {
-                                    __ld16[__v]
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  },
-                                ),
-                                mean_7,
-                              ),
-                              rstd_14,
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  );
+                }
+                __jc += 1;
+              }
+              _mean_3
+            },
+          );
+        }
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = _mean_3[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 64usize + __tid) * 8usize + 0usize);
+      if __f < 512usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red14: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red14,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut _var_8: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            _var_8[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
+            );
+          },
+        );
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        512i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_9: i32 = __i;
+        let __vfast: bool = {
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_9,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld22_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld22: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c28 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x27,
+                        __x26,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x26,
+                          __c28,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    true,
+                  )
+                };
+                __ld22_all[__jc] = __ld22;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld22: [::kernel_std::__private::device::F16; 8usize] = __ld22_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                      _var_8[__j],
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        {
+                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(__ld22[__v]),
+                            mean_7,
+                          );
+                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
                             ),
+                            __p_N,
+                          ) {
+                            __wa
+                          } else {
+                            __wb
+                          }
+                        },
+                        {
+                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(__ld22[__v]),
+                            mean_7,
+                          );
+                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __wa
+                          } else {
+                            __wb
+                          }
+                        },
+                      ),
+                    );
+                  },
+                );
+              },
+            );
+          } else {
+            let mut __ld15_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld15: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c21 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __x19,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x19,
+                            __c21,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c18 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __x16,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x17,
+                        __c18,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ]
+                  }
+                };
+                __ld15_all[__jc] = __ld15;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld15: [::kernel_std::__private::device::F16; 8usize] = __ld15_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                      _var_8[__j],
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        {
+                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
                             >(
                               if <i32 as ::kernel_std::__private::device::Num>::lt(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_15,
+                                  off_9,
                                   (0i32).wrapping_add((__f) as i32),
                                 ),
                                 __p_N,
                               ) {
-                                __ld23[__v]
+                                __ld15[__v]
                               } else {
-                                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
                               },
                             ),
+                            mean_7,
+                          );
+                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __wa
+                          } else {
+                            __wb
+                          }
+                        },
+                        {
+                          let __wa = <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_9,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __ld15[__v]
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            ),
+                            mean_7,
+                          );
+                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __wa
+                          } else {
+                            __wb
+                          }
+                        },
+                      ),
+                    );
+                  },
+                );
+              },
+            );
+          }
+        } else {
+          ::core::hint::cold_path();
+          _var_8 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut _var_8 = _var_8;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                1usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    7usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          }),
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          }),
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
+                  );
+                }
+                __jc += 1;
+              }
+              _var_8
+            },
+          );
+        }
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = _var_8[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 64usize + __tid) * 8usize + 0usize);
+      if __f < 512usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red29: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 2usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      __red29,
+      ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
+    );
+    let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
+      <f32 as ::kernel_std::__private::device::Float>::sqrt(
+        <f32 as ::kernel_std::__private::device::Num>::add(var_13, __p_eps),
+      ),
+    );
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_mean_ptr,
+          __len_mean_ptr,
+          __fault,
+          __tag,
+          4u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, mean_7);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_rstd_ptr, row_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_rstd_ptr,
+          __len_rstd_ptr,
+          __fault,
+          __tag,
+          5u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, rstd_14);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_N;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        512i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_15: i32 = __i;
+        ::kernel_std::__private::device::bar_sync();
+        let __vfast: bool = {
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(511i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  512usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 512usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                512usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                x_row_1,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_w_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                __p_b_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_N) as i64,
+              );
+              if __a0
+                .checked_add(511i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                512usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 512usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                y_row_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_15,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld51_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            let mut __ld58_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            let mut __ld65_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c57 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x56,
+                        __x55,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x55,
+                          __c57,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    true,
+                  )
+                };
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x62 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x63 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c64 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x63,
+                        __x62,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x62,
+                          __c64,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
+                    true,
+                  )
+                };
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x69 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x70 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c71 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x70,
+                        __x69,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x69,
+                          __c71,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
+                    true,
+                  )
+                };
+                __ld51_all[__jc] = __ld51;
+                __ld58_all[__jc] = __ld58;
+                __ld65_all[__jc] = __ld65;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+                let mut __sm: [bool; 8usize] = [false; 8usize];
+                let __ld51: [::kernel_std::__private::device::F16; 8usize] = __ld51_all[__jc];
+                let __ld58: [::kernel_std::__private::device::F16; 8usize] = __ld58_all[__jc];
+                let __ld65: [::kernel_std::__private::device::F16; 8usize] = __ld65_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    __sv[__v] = ::kernel_std::__private::device::cast::<
+                      f32,
+                      ::kernel_std::__private::device::F16,
+                    >(
+                      <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            <f32 as ::kernel_std::__private::device::Num>::sub(
+                              ::kernel_std::__private::device::cast::<
+                                ::kernel_std::__private::device::F16,
+                                f32,
+                              >(__ld51[__v]),
+                              mean_7,
+                            ),
+                            rstd_14,
+                          ),
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(__ld58[__v]),
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(__ld65[__v]),
+                      ),
+                    );
+                    __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::store_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], __sm[0], __sv, true);
+              },
+            );
+          } else {
+            let mut __ld30_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            let mut __ld37_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let __ld30: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c36 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x35,
+                          __x34,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x34,
+                            __c36,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c33 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x32,
+                      __x31,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x32,
+                        __c33,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ]
+                  }
+                };
+                let __ld37: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c43 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x42,
+                          __x41,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x41,
+                            __c43,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c40 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x39,
+                      __x38,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x39,
+                        __c40,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_w_ptr,
+                          __len_w_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                    ]
+                  }
+                };
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c50 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x49,
+                          __x48,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x48,
+                            __c50,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c47 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x46,
+                      __x45,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x46,
+                        __c47,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                    ]
+                  }
+                };
+                __ld30_all[__jc] = __ld30;
+                __ld37_all[__jc] = __ld37;
+                __ld44_all[__jc] = __ld44;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              1usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+                let mut __sm: [bool; 8usize] = [false; 8usize];
+                let __ld30: [::kernel_std::__private::device::F16; 8usize] = __ld30_all[__jc];
+                let __ld37: [::kernel_std::__private::device::F16; 8usize] = __ld37_all[__jc];
+                let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    __sv[__v] = ::kernel_std::__private::device::cast::<
+                      f32,
+                      ::kernel_std::__private::device::F16,
+                    >(
+                      <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            <f32 as ::kernel_std::__private::device::Num>::sub(
+                              ::kernel_std::__private::device::cast::<
+                                ::kernel_std::__private::device::F16,
+                                f32,
+                              >(
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_15,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                  __p_N,
+                                ) {
+                                  __ld30[__v]
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                },
+                              ),
+                              mean_7,
+                            ),
+                            rstd_14,
                           ),
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
@@ -2750,321 +3420,310 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                               ),
                               __p_N,
                             ) {
-                              __ld30[__v]
+                              __ld37[__v]
                             } else {
                               <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                             },
                           ),
                         ),
-                      );
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld44[__v]
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          },
                         ),
-                        __p_N,
-                      );
-                    },
-                  );
-                  if __vfast {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                    {
-                      ::kernel_std::__private::device::store_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], true, __sv);
-                    } else {
-                      if __sm[0usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(0usize),
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(1usize),
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(2usize),
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(3usize),
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(4usize),
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(5usize),
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(6usize),
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(7usize),
-                          __sv[7usize],
-                        );
-                      }
-                    }
+                      ),
+                    );
+                    __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    );
+                  },
+                );
+                if __vfast {
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], true, __sv, false);
                   } else {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                      && (__sp[0] as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[2usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[2usize],
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[3usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[3usize],
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[4usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[4usize],
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[5usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[5usize],
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[6usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[6usize],
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[7usize],
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[7usize],
-                          __sv[7usize],
-                        );
-                      }
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(4usize),
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(5usize),
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(6usize),
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(7usize),
+                        __sv[7usize],
+                      );
                     }
                   }
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    1usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 64usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
+                } else {
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                    && (__sp[0] as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __sp[0],
+                      __p_y_ptr,
+                      __len_y_ptr,
                       8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        7usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        y_row_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], __sv);
+                  } else {
+                    if __sm[0usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[0usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
                       )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_y_ptr,
-                          __len_y_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __a,
-                          ::kernel_std::__private::device::cast::<
-                            f32,
-                            ::kernel_std::__private::device::F16,
-                          >(
-                            <f32 as ::kernel_std::__private::device::Num>::add(
-                              <f32 as ::kernel_std::__private::device::Num>::mul(
-                                <f32 as ::kernel_std::__private::device::Num>::mul(
-                                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                                    ::kernel_std::__private::device::cast::<
-                                      ::kernel_std::__private::device::F16,
-                                      f32,
-                                    >({
-                                      let __a = ::kernel_std::__private::device::ptr_add(
-                                        x_row_1,
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          off_15,
-                                          (0i32).wrapping_add((__f) as i32),
-                                        ),
-                                      );
-                                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          off_15,
-                                          (0i32).wrapping_add((__f) as i32),
-                                        ),
-                                        __p_N,
-                                      )
-                                        && ::kernel_std::__private::device::in_bounds(
-                                          __a,
-                                          __p_x_ptr,
-                                          __len_x_ptr,
-                                          __fnote,
-                                          0u32,
-                                          ::core::line!(),
-                                        )
-                                      {
-                                        ::kernel_std::__private::device::load(__a)
-                                      } else {
-                                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                          0f64,
-                                        )
-                                      }
-                                    }),
-                                    mean_7,
-                                  ),
-                                  rstd_14,
-                                ),
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[0usize],
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[1usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[1usize],
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[2usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[2usize],
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[3usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[3usize],
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[4usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[4usize],
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[5usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[5usize],
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[6usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[6usize],
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[7usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[7usize],
+                        __sv[7usize],
+                      );
+                    }
+                  }
+                }
+              },
+            );
+          }
+        } else {
+          ::core::hint::cold_path();
+          ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                1usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 64usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    7usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
+                        f32,
+                        ::kernel_std::__private::device::F16,
+                      >(
+                        <f32 as ::kernel_std::__private::device::Num>::add(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            <f32 as ::kernel_std::__private::device::Num>::mul(
+                              <f32 as ::kernel_std::__private::device::Num>::sub(
                                 ::kernel_std::__private::device::cast::<
                                   ::kernel_std::__private::device::F16,
                                   f32,
                                 >({
                                   let __a = ::kernel_std::__private::device::ptr_add(
-                                    __p_w_ptr,
+                                    x_row_1,
                                     <i32 as ::kernel_std::__private::device::Num>::add(
                                       off_15,
                                       (0i32).wrapping_add((__f) as i32),
@@ -3079,71 +3738,109 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c1(
                                   )
                                     && ::kernel_std::__private::device::in_bounds(
                                       __a,
-                                      __p_w_ptr,
-                                      __len_w_ptr,
-                                      __fnote,
-                                      2u32,
+                                      __p_x_ptr,
+                                      __len_x_ptr,
+                                      __fault,
+                                      __tag,
+                                      0u32,
                                       ::core::line!(),
                                     )
                                   {
                                     ::kernel_std::__private::device::load(__a)
                                   } else {
-                                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                      0f64,
+                                    )
                                   }
                                 }),
+                                mean_7,
                               ),
-                              ::kernel_std::__private::device::cast::<
-                                ::kernel_std::__private::device::F16,
-                                f32,
-                              >({
-                                let __a = ::kernel_std::__private::device::ptr_add(
-                                  __p_b_ptr,
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_15,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                );
-                                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    off_15,
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_N,
-                                )
-                                  && ::kernel_std::__private::device::in_bounds(
-                                    __a,
-                                    __p_b_ptr,
-                                    __len_b_ptr,
-                                    __fnote,
-                                    3u32,
-                                    ::core::line!(),
-                                  )
-                                {
-                                  ::kernel_std::__private::device::load(__a)
-                                } else {
-                                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                                }
-                              }),
+                              rstd_14,
                             ),
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >({
+                              let __a = ::kernel_std::__private::device::ptr_add(
+                                __p_w_ptr,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                              );
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              )
+                                && ::kernel_std::__private::device::in_bounds(
+                                  __a,
+                                  __p_w_ptr,
+                                  __len_w_ptr,
+                                  __fault,
+                                  __tag,
+                                  2u32,
+                                  ::core::line!(),
+                                )
+                              {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                              }
+                            }),
                           ),
-                        );
-                      }
-                    }
-                    __jc += 1;
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                __fault,
+                                __tag,
+                                3u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                            }
+                          }),
+                        ),
+                      ),
+                    );
                   }
-                },
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+                }
+                __jc += 1;
+              }
+            },
+          );
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        ::kernel_std::__private::device::bar_sync();
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "layer_norm_fwd_fused_f16"))]

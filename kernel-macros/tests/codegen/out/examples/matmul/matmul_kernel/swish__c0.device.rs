@@ -38,399 +38,193 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_M,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (1i32),
-          ),
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_M,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        );
-        let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_N,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
-            ),
-            (1i32),
-          ),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+    );
+    let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_N,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(256i64),
-        );
-        let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-          num_pid_n_2,
-        );
-        let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          pid_0,
-          num_pid_in_group_3,
-        );
-        let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          group_id_4,
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            num_pid_m_1,
-            first_pid_m_5,
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          first_pid_m_5,
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            group_size_m_6,
-          ),
-        );
-        let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            num_pid_in_group_3,
-          ),
-          group_size_m_6,
-        );
-        let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut accumulator_14: [f32; 128usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0i64,
-              );
-            },
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(256i64),
+    );
+    let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+      num_pid_n_2,
+    );
+    let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      pid_0,
+      num_pid_in_group_3,
+    );
+    let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      group_id_4,
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        num_pid_m_1,
+        first_pid_m_5,
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      first_pid_m_5,
+      <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, group_size_m_6),
+    );
+    let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::rem(
+        pid_0,
+        num_pid_in_group_3,
+      ),
+      group_size_m_6,
+    );
+    let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut accumulator_14: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0i64,
           );
-        }
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  64i64,
-                ),
-              ),
-              (1i32),
-            ),
+        },
+      );
+    }
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-          );
-          let __step: i32 = (1i32);
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k_15: i32 = __i;
-            let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
-            for __jc in 0..4usize {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(0usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__f),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 64usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      );
+      let __step: i32 = (1i32);
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k_15: i32 = __i;
+        let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
+        for __jc in 0..4usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              ::kernel_std::__private::device::store(
+                (__smem.add(0usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__f),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = __f;
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                },
-              );
-            }
-            for __jc in 0..8usize {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  ::kernel_std::__private::device::store(
-                    (__smem.add(16384usize)
-                      as *mut ::kernel_std::__private::device::F16)
-                      .add(__f),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 256usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      256i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = __f;
-                                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 256usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      }
-                    },
-                  );
-                },
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            for __jc in 0..16usize {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  let __row = __f / 256usize;
-                  let __col = __f % 256usize;
-                  let __pa = (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__row * 64usize);
-                  let __pb = (__smem.add(16384usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__col);
-                  let mut __s: f32 = accumulator_14[__j];
-                  for __k in 0..64usize {
-                    let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                      ::kernel_std::__private::device::load(__pa.add(__k)),
-                    );
-                    let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                      ::kernel_std::__private::device::load(
-                        __pb.add(__k * 256usize),
                       ),
-                    );
-                    __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
                   }
-                  __dot0[__j] = __s;
                 },
               );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            for __jc in 0..16usize {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  accumulator_14[__j] = __dot0[__j];
-                },
-              );
-            }
-            a_ptrs_12_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              a_ptrs_12_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                  __p_stride_ak,
-                ),
-              ),
-            );
-            b_ptrs_13_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              b_ptrs_13_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                  __p_stride_bk,
-                ),
-              ),
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        let mut x_18: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              x_18[__j] = accumulator_14[__j];
             },
           );
         }
-        for __jc in 0..16usize {
+        for __jc in 0..8usize {
           let __f0: usize = (__jc * 256usize + __tid) * 8usize;
           ::kernel_std::__private::device::unroll::<
             8usize,
@@ -440,74 +234,92 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
             |__v: usize| {
               let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
-              accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                x_18[__j],
-                if <f32 as ::kernel_std::__private::device::Num>::ge(
-                  x_18[__j],
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::div(
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1f64,
-                    ),
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        1f64,
+              ::kernel_std::__private::device::store(
+                (__smem.add(16384usize)
+                  as *mut ::kernel_std::__private::device::F16)
+                  .add(__f),
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 256usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  256i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = __f;
+                                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
                       ),
-                      <f32 as ::kernel_std::__private::device::Float>::exp(
-                        <f32 as ::kernel_std::__private::device::Num>::neg(
-                          x_18[__j],
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
                       ),
                     ),
                   )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Num>::div(
-                    <f32 as ::kernel_std::__private::device::Float>::exp(
-                      x_18[__j],
-                    ),
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        1f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Float>::exp(
-                        x_18[__j],
-                      ),
-                    ),
-                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  }
                 },
               );
-            },
-          );
-        }
-        let mut c_22: [::kernel_std::__private::device::F16; 128usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              c_22[__j] = ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(accumulator_14[__j]);
             },
           );
         }
         ::kernel_std::__private::device::bar_sync();
         for __jc in 0..16usize {
           let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-          let mut __sm: [bool; 8usize] = [false; 8usize];
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -516,234 +328,388 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__swish__c0(
             |__v: usize| {
               let __j: usize = __jc * 8usize + __v;
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 256usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
+              let __row = __f / 256usize;
+              let __col = __f % 256usize;
+              let __pa = (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__row * 64usize);
+              let __pb = (__smem.add(16384usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__col);
+              let mut __s: f32 = accumulator_14[__j];
+              for __k in 0..::kernel_std::__private::device::opaque_usize(
+                64usize,
+              ) {
+                let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                  ::kernel_std::__private::device::load(__pa.add(__k)),
+                );
+                let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                  ::kernel_std::__private::device::load(
+                    __pb.add(__k * 256usize),
                   ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              __sv[__v] = c_22[__j];
-              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 256usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              );
+                );
+                __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+              }
+              __dot0[__j] = __s;
             },
           );
-          if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-            && __sm[3usize] && __sm[4usize] && __sm[5usize] && __sm[6usize]
-            && __sm[7usize] && (__sp[0] as usize) % 16usize == 0
-            && ((::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(__p_stride_cn)
-              .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-              && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              8usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              8usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-            if __sm[2usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[2usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[2usize],
-                __sv[2usize],
-              );
-            }
-            if __sm[3usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[3usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[3usize],
-                __sv[3usize],
-              );
-            }
-            if __sm[4usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[4usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[4usize],
-                __sv[4usize],
-              );
-            }
-            if __sm[5usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[5usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[5usize],
-                __sv[5usize],
-              );
-            }
-            if __sm[6usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[6usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[6usize],
-                __sv[6usize],
-              );
-            }
-            if __sm[7usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[7usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[7usize],
-                __sv[7usize],
-              );
-            }
-          }
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        ::kernel_std::__private::device::bar_sync();
+        for __jc in 0..16usize {
+          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              accumulator_14[__j] = __dot0[__j];
+            },
+          );
+        }
+        a_ptrs_12_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          a_ptrs_12_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                64i64,
+              ),
+              __p_stride_ak,
+            ),
+          ),
+        );
+        b_ptrs_13_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          b_ptrs_13_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                64i64,
+              ),
+              __p_stride_bk,
+            ),
+          ),
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut x_18: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          x_18[__j] = accumulator_14[__j];
+        },
+      );
+    }
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+            x_18[__j],
+            if <f32 as ::kernel_std::__private::device::Num>::ge(
+              x_18[__j],
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              ),
+            ) {
+              <f32 as ::kernel_std::__private::device::Num>::div(
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  1f64,
+                ),
+                <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    1f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Float>::exp(
+                    <f32 as ::kernel_std::__private::device::Num>::neg(
+                      x_18[__j],
+                    ),
+                  ),
+                ),
+              )
+            } else {
+              <f32 as ::kernel_std::__private::device::Num>::div(
+                <f32 as ::kernel_std::__private::device::Float>::exp(
+                  x_18[__j],
+                ),
+                <f32 as ::kernel_std::__private::device::Num>::add(
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    1f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Float>::exp(
+                    x_18[__j],
+                  ),
+                ),
+              )
+            },
+          );
+        },
+      );
+    }
+    let mut c_22: [::kernel_std::__private::device::F16; 128usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          c_22[__j] = ::kernel_std::__private::device::cast::<
+            f32,
+            ::kernel_std::__private::device::F16,
+          >(accumulator_14[__j]);
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+      let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+      let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+      let mut __sm: [bool; 8usize] = [false; 8usize];
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          __sp[__v] = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 256usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 256usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          __sv[__v] = c_22[__j];
+          __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 256usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 256usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_N,
+            ),
+          );
+        },
+      );
+      if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+        && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+        && (__sp[0] as usize) % 16usize == 0
+        && ((::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+          .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+          && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+        && ::kernel_std::__private::device::fits(
+          __sp[0],
+          __p_c_ptr,
+          __len_c_ptr,
+          8usize,
+        )
+      {
+        ::kernel_std::__private::device::store_vec::<
+          ::kernel_std::__private::device::F16,
+          8usize,
+        >(__sp[0], __sv);
+      } else {
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+        if __sm[2usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[2usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[2usize], __sv[2usize]);
+        }
+        if __sm[3usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[3usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[3usize], __sv[3usize]);
+        }
+        if __sm[4usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[4usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[4usize], __sv[4usize]);
+        }
+        if __sm[5usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[5usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[5usize], __sv[5usize]);
+        }
+        if __sm[6usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[6usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[6usize], __sv[6usize]);
+        }
+        if __sm[7usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[7usize],
+            __p_c_ptr,
+            __len_c_ptr,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[7usize], __sv[7usize]);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "matmul_kernel"))]

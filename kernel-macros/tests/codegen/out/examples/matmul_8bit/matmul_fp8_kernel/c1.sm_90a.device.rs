@@ -40,9319 +40,9243 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_M,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_M,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_N,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (1i32),
-          ),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_N,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+    );
+    let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+      num_pid_n_2,
+    );
+    let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      pid_0,
+      num_pid_in_group_3,
+    );
+    let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      group_id_4,
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        num_pid_m_1,
+        first_pid_m_5,
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      first_pid_m_5,
+      <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, group_size_m_6),
+    );
+    let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::rem(
+        pid_0,
+        num_pid_in_group_3,
+      ),
+      group_size_m_6,
+    );
+    let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut accumulator_14: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 128usize + ((__warp / 4) % 1usize) * 128usize
+          + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-          num_pid_n_2,
-        );
-        let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          pid_0,
-          num_pid_in_group_3,
-        );
-        let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          group_id_4,
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            num_pid_m_1,
-            first_pid_m_5,
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          first_pid_m_5,
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            group_size_m_6,
-          ),
-        );
-        let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            num_pid_in_group_3,
-          ),
-          group_size_m_6,
-        );
-        let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut accumulator_14: [f32; 64usize] = unsafe {
-          ::core::mem::zeroed()
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st12: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_ak,
+        ),
+      );
+      let __st13: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+          __p_stride_bk,
+        ),
+      );
+      let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_ak,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
+        __pb0[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_ak,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb0[1usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 2usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_ak,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb0[2usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[2usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 3usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_ak,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb0[3usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[3usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_12_off + __it * __st12
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_12_off + __it * __st12
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_12_off + __it * __st12
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+      };
+      let mut __pb1: [i32; 8usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[1usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 2usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[2usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[2usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 3usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[3usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[3usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 4usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[4usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[4usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 5usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[5usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[5usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 6usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[6usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[6usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 7usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[7usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[7usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 8 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let __sc1: i64 = 0i64;
+      let __inb1: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          b_ptrs_13_off + __it * __st13
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          b_ptrs_13_off + __it * __st13
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          b_ptrs_13_off + __it * __st13
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+      };
+      let (__da0, __db0): (u64, u64) = {
+        let __wg: usize = __warp / 4;
+        let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr() + 0usize as u32
+            + ((__wg / 1usize) * 64usize * 128usize) as u32,
+          16usize as u32,
+          1024usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+        );
+        let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+          ::kernel_std::__private::device::smem_addr()
+            + (0usize + 8192usize) as u32
+            + ((__wg % 1usize) * (128usize / 64usize) * 8192usize) as u32,
+          8192usize as u32,
+          1024usize as u32,
+          ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+        );
+        (__da, __db)
+      };
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 98304usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(98304usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
+        );
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::load(__smem.add(98304usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        if __n > 0 {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                  let __dst: usize = 49152usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                  let __dst: usize = 53248usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 4usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[4usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 4usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 5usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[5usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 5usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 6usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[6usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 6usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 7usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[7usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 7usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            let __cb: usize = __cbu as usize;
+            {
+              let __pr: usize = (__ci & 1) as usize;
+              {
+                let __c: usize = 0usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 1usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 2usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 3usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 0usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 1usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 2usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 3usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 4usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 5usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 6usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 7usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+            }
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = (__ci & 1) as usize;
+            {
+              let __da: u64 = __da0 + ((__cb as u32) * 1536u32) as u64;
+              let __db: u64 = __db0 + ((__cb as u32) * 1536u32) as u64;
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 2u64, __db + 128u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 4u64, __db + 256u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 6u64, __db + 384u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                  let __dst: usize = 49152usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[2usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[3usize],
+                      ),
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if {
+                      let __x6 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x7 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x7,
+                        __x6,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x7,
+                          __c8,
+                        )
+                    } {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                  let __dst: usize = 53248usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[2usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[3usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 4usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[4usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 4usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 5usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[5usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 5usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 6usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[6usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 6usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 7usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[7usize],
+                      ),
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    ) {
+                      ::kernel_std::__private::device::cp_async_8(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      );
+                    } else {
+                      __slow |= (1 as u32) << 7usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            ::kernel_std::__private::device::wgmma_wait::<1>();
+            __ci += 1;
+            __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n128::<
+            64usize,
+            0usize,
+          >(&mut accumulator_14);
+        }
+      } else {
+        ::core::hint::cold_path();
+        if __n > 0 {
+          let mut __pi: i64 = 0;
+          while __pi < 2i64 {
+            if __pi < __n {
+              {
+                let __it: i64 = __pi;
+                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __pi as usize;
+                {
+                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                  let __dst: usize = 49152usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::record_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                  let __dst: usize = 53248usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 4usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[4usize],
+                        );
+                        if __pb1[4usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 4usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 5usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[5usize],
+                        );
+                        if __pb1[5usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 5usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 6usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[6usize],
+                        );
+                        if __pb1[6usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 6usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 7usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[7usize],
+                        );
+                        if __pb1[7usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 7usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::record_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            __pi += 1;
+          }
+          let mut __ci: i64 = 0;
+          let mut __cbu: u32 = 0;
+          let mut __nbu: u32 = 2u32;
+          while __ci < __n {
+            ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+            let __cb: usize = __cbu as usize;
+            {
+              let __pr: usize = (__ci & 1) as usize;
+              {
+                let __c: usize = 0usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 1usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 2usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 3usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (49152usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (0usize + __pr * 24576usize
+                      + (({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 64usize;
+                          __r * 64usize
+                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) + __sf % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 0usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 1usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 2usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 3usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 4usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 5usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 6usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+              {
+                let __c: usize = 7usize * 128usize + __tid;
+                let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                  __c * 8,
+                );
+                ::kernel_std::__private::device::widen_shared::<
+                  ::kernel_std::__private::device::F8E4M3,
+                >(
+                  ::kernel_std::__private::device::smem_addr()
+                    + (53248usize + __cb * 12288usize + __c * 8) as u32,
+                  ::kernel_std::__private::device::smem_addr()
+                    + (8192usize + __pr * 24576usize
+                      + (({
+                        let __tf: usize = __f0;
+                        let __tr: usize = __tf / 128usize;
+                        let __tc: usize = __tf % 128usize;
+                        (__tc / 64usize) * 64usize * 64usize
+                          + ({
+                            let __r: usize = __tr;
+                            __r * 64usize
+                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __tc % 8
+                      })) * 2) as u32,
+                );
+              }
+            }
+            ::kernel_std::__private::device::fence_proxy_async();
+            ::kernel_std::__private::device::bar_sync();
+            let __cb: usize = (__ci & 1) as usize;
+            {
+              let __da: u64 = __da0 + ((__cb as u32) * 1536u32) as u64;
+              let __db: u64 = __db0 + ((__cb as u32) * 1536u32) as u64;
+              ::kernel_std::__private::device::wgmma_fence();
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 0u64, __db + 0u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 2u64, __db + 128u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 4u64, __db + 256u64);
+              ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
+                64usize,
+                0usize,
+                0u32,
+                1u32,
+              >(&mut accumulator_14, __da + 6u64, __db + 384u64);
+              ::kernel_std::__private::device::wgmma_commit();
+            }
+            let __nx: i64 = __ci + 2i64;
+            if __nx < __n {
+              {
+                let __it: i64 = __nx;
+                let k_15: i32 = ((__start as i64) + __it * (__step as i64))
+                  as i32;
+                let __buf: usize = __nbu as usize;
+                {
+                  let __off0: i64 = a_ptrs_12_off + __it * __st12;
+                  let __dst: usize = 49152usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[0usize],
+                        );
+                        if __pb0[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[1usize],
+                        );
+                        if __pb0[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[2usize],
+                        );
+                        if __pb0[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          __pb0[3usize],
+                        );
+                        if __pb0[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off0,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !({
+                      let __x9 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __x10 = (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        );
+                      let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      );
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x10,
+                        __x9,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::lt(
+                          __x10,
+                          __c11,
+                        )
+                    }
+                      && (__inb0
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_a_ptr as usize,
+                          ) as *mut _,
+                          __len_a_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_m_7,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      64i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_M,
+                              ),
+                              __p_stride_am,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_ak,
+                            ),
+                          ),
+                        ),
+                        __off0,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_a_ptr,
+                          __len_a_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::record_fault_at(
+                        __badp,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+                {
+                  let __off1: i64 = b_ptrs_13_off + __it * __st13;
+                  let __dst: usize = 53248usize + __buf * 12288usize;
+                  let mut __slow: u32 = 0;
+                  {
+                    let __c: usize = 0usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[0usize],
+                        );
+                        if __pb1[0usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 0usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 1usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[1usize],
+                        );
+                        if __pb1[1usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 2usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[2usize],
+                        );
+                        if __pb1[2usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 2usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 3usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[3usize],
+                        );
+                        if __pb1[3usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 3usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 4usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[4usize],
+                        );
+                        if __pb1[4usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 4usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 5usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[5usize],
+                        );
+                        if __pb1[5usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 5usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 6usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[6usize],
+                        );
+                        if __pb1[6usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 6usize;
+                    }
+                  }
+                  {
+                    let __c: usize = 7usize * 128usize + __tid;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      {
+                        let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          __pb1[7usize],
+                        );
+                        if __pb1[7usize]
+                          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                        {
+                          __b
+                        } else {
+                          __b.map_addr(|__a| __a | 1)
+                        }
+                      },
+                      __off1,
+                    );
+                    let __so: usize = __dst + (__c * 8);
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
+                    )
+                      && (__inb1
+                        || ::kernel_std::__private::device::fits(
+                          __g,
+                          ::kernel_std::__private::device::opaque_usize(
+                            __p_b_ptr as usize,
+                          ) as *mut _,
+                          __len_b_ptr,
+                          8usize,
+                        ))
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
+                        ::kernel_std::__private::device::smem_addr() + __so as u32,
+                        __g as *const u8,
+                      ))
+                    {
+                      __slow |= (1 as u32) << 7usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 128usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem.add(__dst + (__c * 8))
+                      as *mut ::kernel_std::__private::device::F8E4M3;
+                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_15,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_stride_bk,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    pid_n_8,
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      128i64,
+                                    ),
+                                  ),
+                                  (0i32)
+                                    .wrapping_add(
+                                      ({
+                                        let __pf: usize = (__f0 + __i);
+                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                      }) as i32,
+                                    ),
+                                ),
+                                __p_N,
+                              ),
+                              __p_stride_bn,
+                            ),
+                          ),
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          1,
+                        );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
+                      }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::record_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
+                    }
+                  }
+                }
+              }
+            }
+            ::kernel_std::__private::device::cp_async_commit();
+            ::kernel_std::__private::device::wgmma_wait::<1>();
+            __ci += 1;
+            __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
+            __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n128::<
+            64usize,
+            0usize,
+          >(&mut accumulator_14);
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      a_ptrs_12_off += __n * __st12;
+      b_ptrs_13_off += __n * __st13;
+    }
+    let mut c_18: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    {
+      let __val = ::kernel_std::__private::device::inline_fn(
+        #[inline(always)]
+        |__j: usize| -> f32 {
+          let __f: usize = (((__warp / 4) / 1usize) * 64usize
+            + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+            + (__warp % 4) * 16 + __lane / 4) * 128usize
+            + ((__warp / 4) % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          <f32 as ::kernel_std::__private::device::Num>::mul(
+            accumulator_14[__j],
+            __p_scale,
+          )
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        32usize,
+        _,
+      >(
+        #[inline(always)]
+        |__p: usize| {
+          let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
+            __val(2 * __p),
+            __val(2 * __p + 1),
+          );
+          c_18[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          c_18[2 * __p + 1] = ::kernel_std::__private::device::F16(
+            (__w >> 16) as u16,
+          );
+        },
+      );
+    }
+    {
+      let __sfast: bool = ::kernel_std::__private::device::warp_all(
+        true
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                128usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c14 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x13,
+                    __x12,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x13,
+                      __c14,
+                    )
+                })
+          }
+          && {
+            let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            );
+            ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+              .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+              && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
+              && (__pa as usize) % 16usize == 0
+              && ::kernel_std::__private::device::fits(
+                __pa,
+                __p_c_ptr,
+                __len_c_ptr,
+                128usize,
+              )
+              && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                          + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize + 0usize
+                          + (__lane % 4) * 2 - (__lane % 4) * 2));
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              )
+                && {
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
+                            + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize + 0usize
+                            + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c17 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x16,
+                    __x15,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x16,
+                      __c17,
+                    )
+                })
+          },
+      );
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
           #[inline(always)]
-          |__j: usize| {
+          |__j: usize| -> ::kernel_std::__private::device::F16 {
+            let __v: usize = __j % 2;
             let __f: usize = (((__warp / 4) / 1usize) * 64usize
               + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            accumulator_14[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
+            c_18[__j]
           },
         );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  64i64,
+        let __sw: u32 = ::kernel_std::__private::device::smem_addr()
+          + (0usize + __warp * 4352usize) as u32;
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(0usize), __val(1usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(2usize), __val(3usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(4usize), __val(5usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(6usize), __val(7usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 32usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(8usize), __val(9usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(10usize), __val(11usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(12usize), __val(13usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(14usize), __val(15usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 64usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(16usize), __val(17usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(18usize), __val(19usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(20usize), __val(21usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(22usize), __val(23usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 96usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(24usize), __val(25usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(26usize), __val(27usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(28usize), __val(29usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(30usize), __val(31usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 128usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(32usize), __val(33usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(34usize), __val(35usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(36usize), __val(37usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(38usize), __val(39usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 160usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(40usize), __val(41usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(42usize), __val(43usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(44usize), __val(45usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(46usize), __val(47usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 192usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(48usize), __val(49usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(50usize), __val(51usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(52usize), __val(53usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(54usize), __val(55usize)),
+          ],
+        );
+        ::kernel_std::__private::device::stmatrix_x4(
+          __sw
+            + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 224usize
+              + (__lane / 16) * 16) as u32,
+          [
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(56usize), __val(57usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(58usize), __val(59usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(60usize), __val(61usize)),
+            ::kernel_std::__private::device::pack2::<
+              ::kernel_std::__private::device::F16,
+            >(__val(62usize), __val(63usize)),
+          ],
+        );
+        ::kernel_std::__private::device::warp_sync();
+        for __q in 0..8usize {
+          let __qi: usize = __q * 32 + __lane;
+          if __qi < 256usize {
+            let (__row, __ch): (usize, usize) = (
+              __qi / 16usize,
+              __qi % 16usize,
+            );
+            let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
+              __sw + (__row * 272usize + __ch * 16) as u32,
+            );
+            let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                            + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                            + ((__warp / 4) % 1usize) * 128usize;
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                 ),
               ),
-              (1i32),
-            ),
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-          );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
-          );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
-          } else {
-            0
-          };
-          let __st12: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4) / 1usize) * 64usize
+                          + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
+                          + ((__warp / 4) % 1usize) * 128usize;
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
               ),
-              __p_stride_ak,
-            ),
-          );
-          let __st13: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-              __p_stride_bk,
-            ),
-          );
-          let mut __pb0: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-          let mut __lo0: i64 = i64::MAX;
-          let mut __hi0: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 1usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[1usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[1usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 2usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[2usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[2usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 3usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_7,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[3usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[3usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo0 = i64::MAX;
-            __hi0 = i64::MIN;
-          }
-          let __sc0: i64 = 0i64;
-          let __inb0: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              a_ptrs_12_off + __it * __st12
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              a_ptrs_12_off + __it * __st12
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              a_ptrs_12_off + __it * __st12
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
-              && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
-          };
-          let mut __pb1: [i32; 8usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
-          let mut __lo1: i64 = i64::MAX;
-          let mut __hi1: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 1usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[1usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[1usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 2usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[2usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[2usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 3usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[3usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[3usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 4usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[4usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[4usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 5usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[5usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[5usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 6usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[6usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[6usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 7usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                  __p_stride_bk,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                  __p_stride_bn,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_8,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              128i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 128usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb1[7usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[7usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 8 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo1 = i64::MAX;
-            __hi1 = i64::MIN;
-          }
-          let __sc1: i64 = 0i64;
-          let __inb1: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              b_ptrs_13_off + __it * __st13
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              b_ptrs_13_off + __it * __st13
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              b_ptrs_13_off + __it * __st13
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
-              && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
-          };
-          let (__da0, __db0): (u64, u64) = {
-            let __wg: usize = __warp / 4;
-            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                + ((__wg / 1usize) * 64usize * 128usize) as u32,
-              16usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
             );
-            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-              ::kernel_std::__private::device::smem_addr()
-                + (0usize + 8192usize) as u32
-                + ((__wg % 1usize) * (128usize / 64usize) * 8192usize)
-                  as u32,
-              8192usize as u32,
-              1024usize as u32,
-              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
-            );
-            (__da, __db)
-          };
-          let __w: u32 = ::kernel_std::__private::device::smem_addr()
-            + 98304usize as u32;
-          if __tid == 0 {
-            ::kernel_std::__private::device::store(
-              __smem.add(98304usize) as *mut u32,
-              1u32,
-            );
+            ::kernel_std::__private::device::store_vec::<
+              u32,
+              4,
+            >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
           }
-          ::kernel_std::__private::device::bar_sync();
-          let __proved: bool = {
-            ::kernel_std::__private::device::smem_and(
-              __w,
-              (true && __inb0 && __inb1) as u32,
-            );
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::load(
-              __smem.add(98304usize) as *mut u32,
-            ) != 0
-          };
-          if __proved {
-            if __n > 0 {
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                      let __dst: usize = 49152usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                      let __dst: usize = 53248usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[2usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[3usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 4usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[4usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 4usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 5usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[5usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 5usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 6usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[6usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 6usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 7usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[7usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 7usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                let __cb: usize = __cbu as usize;
-                {
-                  let __pr: usize = (__ci & 1) as usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 2usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 3usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 2usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 3usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 4usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 5usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 6usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 7usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                }
-                ::kernel_std::__private::device::fence_proxy_async();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = (__ci & 1) as usize;
-                {
-                  let __da: u64 = __da0 + ((__cb as u32) * 1536u32) as u64;
-                  let __db: u64 = __db0 + ((__cb as u32) * 1536u32) as u64;
-                  ::kernel_std::__private::device::wgmma_fence();
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 0u64, __db + 0u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 2u64, __db + 128u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 4u64, __db + 256u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 6u64, __db + 384u64);
-                  ::kernel_std::__private::device::wgmma_commit();
-                }
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                      let __dst: usize = 49152usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[2usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[3usize],
-                          ),
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if {
-                          let __x6 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x7 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x7,
-                            __x6,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x7,
-                              __c8,
-                            )
-                        } {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                      let __dst: usize = 53248usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[2usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[3usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 4usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[4usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 4usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 5usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[5usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 5usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 6usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[6usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 6usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 7usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[7usize],
-                          ),
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        ) {
-                          ::kernel_std::__private::device::cp_async_8(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          );
-                        } else {
-                          __slow |= (1 as u32) << 7usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                ::kernel_std::__private::device::wgmma_wait::<1>();
-                __ci += 1;
-                __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n128::<
-                64usize,
-                0usize,
-              >(&mut accumulator_14);
-            }
-          } else {
-            ::core::hint::cold_path();
-            if __n > 0 {
-              let mut __pi: i64 = 0;
-              while __pi < 2i64 {
-                if __pi < __n {
-                  {
-                    let __it: i64 = __pi;
-                    let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __pi as usize;
-                    {
-                      let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                      let __dst: usize = 49152usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[1usize],
-                            );
-                            if __pb0[1usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[2usize],
-                            );
-                            if __pb0[2usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[3usize],
-                            );
-                            if __pb0[3usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::note_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                      let __dst: usize = 53248usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            );
-                            if __pb1[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[1usize],
-                            );
-                            if __pb1[1usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[2usize],
-                            );
-                            if __pb1[2usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[3usize],
-                            );
-                            if __pb1[3usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 4usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[4usize],
-                            );
-                            if __pb1[4usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 4usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 5usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[5usize],
-                            );
-                            if __pb1[5usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 5usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 6usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[6usize],
-                            );
-                            if __pb1[6usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 6usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 7usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[7usize],
-                            );
-                            if __pb1[7usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 7usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::note_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                __pi += 1;
-              }
-              let mut __ci: i64 = 0;
-              let mut __cbu: u32 = 0;
-              let mut __nbu: u32 = 2u32;
-              while __ci < __n {
-                ::kernel_std::__private::device::cp_async_wait_group::<
-                  1u32,
-                >();
-                let __cb: usize = __cbu as usize;
-                {
-                  let __pr: usize = (__ci & 1) as usize;
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 2usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 3usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (49152usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (0usize + __pr * 24576usize
-                          + (({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 64usize;
-                              __r * 64usize
-                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) + __sf % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 0usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 1usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 2usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 3usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 4usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 5usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 6usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                  {
-                    let __c: usize = 7usize * 128usize + __tid;
-                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                      __c * 8,
-                    );
-                    ::kernel_std::__private::device::widen_shared::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(
-                      ::kernel_std::__private::device::smem_addr()
-                        + (53248usize + __cb * 12288usize + __c * 8) as u32,
-                      ::kernel_std::__private::device::smem_addr()
-                        + (8192usize + __pr * 24576usize
-                          + (({
-                            let __tf: usize = __f0;
-                            let __tr: usize = __tf / 128usize;
-                            let __tc: usize = __tf % 128usize;
-                            (__tc / 64usize) * 64usize * 64usize
-                              + ({
-                                let __r: usize = __tr;
-                                __r * 64usize
-                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __tc % 8
-                          })) * 2) as u32,
-                    );
-                  }
-                }
-                ::kernel_std::__private::device::fence_proxy_async();
-                ::kernel_std::__private::device::bar_sync();
-                let __cb: usize = (__ci & 1) as usize;
-                {
-                  let __da: u64 = __da0 + ((__cb as u32) * 1536u32) as u64;
-                  let __db: u64 = __db0 + ((__cb as u32) * 1536u32) as u64;
-                  ::kernel_std::__private::device::wgmma_fence();
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 0u64, __db + 0u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 2u64, __db + 128u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 4u64, __db + 256u64);
-                  ::kernel_std::__private::device::wgmma_m64n128k16_f16::<
-                    64usize,
-                    0usize,
-                    0u32,
-                    1u32,
-                  >(&mut accumulator_14, __da + 6u64, __db + 384u64);
-                  ::kernel_std::__private::device::wgmma_commit();
-                }
-                let __nx: i64 = __ci + 2i64;
-                if __nx < __n {
-                  {
-                    let __it: i64 = __nx;
-                    let k_15: i32 = ((__start as i64) + __it * (__step as i64))
-                      as i32;
-                    let __buf: usize = __nbu as usize;
-                    {
-                      let __off0: i64 = a_ptrs_12_off + __it * __st12;
-                      let __dst: usize = 49152usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[0usize],
-                            );
-                            if __pb0[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[1usize],
-                            );
-                            if __pb0[1usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[2usize],
-                            );
-                            if __pb0[2usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              __pb0[3usize],
-                            );
-                            if __pb0[3usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off0,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !({
-                          let __x9 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __x10 = (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            );
-                          let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          );
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x10,
-                            __x9,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x10,
-                              __c11,
-                            )
-                        }
-                          && (__inb0
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_a_ptr as usize,
-                              ) as *mut _,
-                              __len_a_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_m_7,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          64i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_M,
-                                  ),
-                                  __p_stride_am,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_ak,
-                                ),
-                              ),
-                            ),
-                            __off0,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_a_ptr,
-                              __len_a_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::note_fault_at(
-                            __badp,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                    {
-                      let __off1: i64 = b_ptrs_13_off + __it * __st13;
-                      let __dst: usize = 53248usize + __buf * 12288usize;
-                      let mut __slow: u32 = 0;
-                      {
-                        let __c: usize = 0usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[0usize],
-                            );
-                            if __pb1[0usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 0usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 1usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[1usize],
-                            );
-                            if __pb1[1usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 1usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 2usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[2usize],
-                            );
-                            if __pb1[2usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 2usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 3usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[3usize],
-                            );
-                            if __pb1[3usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 3usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 4usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[4usize],
-                            );
-                            if __pb1[4usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 4usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 5usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[5usize],
-                            );
-                            if __pb1[5usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 5usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 6usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[6usize],
-                            );
-                            if __pb1[6usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 6usize;
-                        }
-                      }
-                      {
-                        let __c: usize = 7usize * 128usize + __tid;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __g: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                          {
-                            let __b: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              __pb1[7usize],
-                            );
-                            if __pb1[7usize]
-                              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                            {
-                              __b
-                            } else {
-                              __b.map_addr(|__a| __a | 1)
-                            }
-                          },
-                          __off1,
-                        );
-                        let __so: usize = __dst + (__c * 8);
-                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 128usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_15,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                          ),
-                        )
-                          && (__inb1
-                            || ::kernel_std::__private::device::fits(
-                              __g,
-                              ::kernel_std::__private::device::opaque_usize(
-                                __p_b_ptr as usize,
-                              ) as *mut _,
-                              __len_b_ptr,
-                              8usize,
-                            ))
-                          && ::kernel_std::__private::device::cp_async_pieces::<
-                            8,
-                          >(
-                            ::kernel_std::__private::device::smem_addr() + __so as u32,
-                            __g as *const u8,
-                          ))
-                        {
-                          __slow |= (1 as u32) << 7usize;
-                        }
-                      }
-                      while __slow != 0 {
-                        let __c: usize = (__slow.trailing_zeros() as usize)
-                          * 128usize + __tid;
-                        __slow &= __slow - 1;
-                        let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                          __c * 8,
-                        );
-                        let __sp = __smem.add(__dst + (__c * 8))
-                          as *mut ::kernel_std::__private::device::F8E4M3;
-                        let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_15,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_stride_bk,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        pid_n_8,
-                                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                          128i64,
-                                        ),
-                                      ),
-                                      (0i32)
-                                        .wrapping_add(
-                                          ({
-                                            let __pf: usize = (__f0 + __i);
-                                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                          }) as i32,
-                                        ),
-                                    ),
-                                    __p_N,
-                                  ),
-                                  __p_stride_bn,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::note_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
-                      }
-                    }
-                  }
-                }
-                ::kernel_std::__private::device::cp_async_commit();
-                ::kernel_std::__private::device::wgmma_wait::<1>();
-                __ci += 1;
-                __cbu = if __cbu + 1 == 4u32 { 0 } else { __cbu + 1 };
-                __nbu = if __nbu + 1 == 4u32 { 0 } else { __nbu + 1 };
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n128::<
-                64usize,
-                0usize,
-              >(&mut accumulator_14);
-            }
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          a_ptrs_12_off += __n * __st12;
-          b_ptrs_13_off += __n * __st13;
         }
-        let mut c_18: [::kernel_std::__private::device::F16; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        {
-          let __val = ::kernel_std::__private::device::inline_fn(
-            #[inline(always)]
-            |__j: usize| -> f32 {
+        ::kernel_std::__private::device::warp_sync();
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            32usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
               let __f: usize = (((__warp / 4) / 1usize) * 64usize
                 + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
                 + (__warp % 4) * 16 + __lane / 4) * 128usize
                 + ((__warp / 4) % 1usize) * 128usize
                 + (((__j) % 64usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              <f32 as ::kernel_std::__private::device::Num>::mul(
-                accumulator_14[__j],
-                __p_scale,
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 128usize
+                + ((__warp / 4) % 1usize) * 128usize
+                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
               )
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            32usize,
-            _,
-          >(
-            #[inline(always)]
-            |__p: usize| {
-              let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                __val(2 * __p),
-                __val(2 * __p + 1),
-              );
-              c_18[2 * __p] = ::kernel_std::__private::device::F16(
-                __w as u16,
-              );
-              c_18[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                (__w >> 16) as u16,
-              );
-            },
-          );
-        }
-        {
-          let __sfast: bool = ::kernel_std::__private::device::warp_all(
-            true
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
                 );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    128usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
-                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c14 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x13,
-                        __x12,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x13,
-                          __c14,
-                        )
-                    })
               }
-              && {
-                let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
                 );
-                let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  i64,
-                >(__p_stride_cn)
-                  .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                  && (__pz as usize).wrapping_sub(__pa as usize) == 254usize
-                  && (__pa as usize) % 16usize == 0
-                  && ::kernel_std::__private::device::fits(
-                    __pa,
-                    __p_c_ptr,
-                    __len_c_ptr,
-                    128usize,
-                  )
-                  && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  )
-                    && {
-                      let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_8,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2 + 127usize));
-                              0usize + ((__pf / 1usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c17 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x16,
-                        __x15,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x16,
-                          __c17,
-                        )
-                    })
-              },
-          );
-          if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> ::kernel_std::__private::device::F16 {
-                let __v: usize = __j % 2;
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 128usize
-                  + ((__warp / 4) % 1usize) * 128usize
-                  + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                c_18[__j]
-              },
-            );
-            let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-              + (0usize + __warp * 4352usize) as u32;
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize + 0usize
-                  + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(0usize), __val(1usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(2usize), __val(3usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(4usize), __val(5usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(6usize), __val(7usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 32usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(8usize), __val(9usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(10usize), __val(11usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(12usize), __val(13usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(14usize), __val(15usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 64usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(16usize), __val(17usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(18usize), __val(19usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(20usize), __val(21usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(22usize), __val(23usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 96usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(24usize), __val(25usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(26usize), __val(27usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(28usize), __val(29usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(30usize), __val(31usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 128usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(32usize), __val(33usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(34usize), __val(35usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(36usize), __val(37usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(38usize), __val(39usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 160usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(40usize), __val(41usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(42usize), __val(43usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(44usize), __val(45usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(46usize), __val(47usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 192usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(48usize), __val(49usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(50usize), __val(51usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(52usize), __val(53usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(54usize), __val(55usize)),
-              ],
-            );
-            ::kernel_std::__private::device::stmatrix_x4(
-              __sw
-                + ((((__lane / 8) % 2) * 8 + __lane % 8) * 272usize
-                  + 224usize + (__lane / 16) * 16) as u32,
-              [
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(56usize), __val(57usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(58usize), __val(59usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(60usize), __val(61usize)),
-                ::kernel_std::__private::device::pack2::<
-                  ::kernel_std::__private::device::F16,
-                >(__val(62usize), __val(63usize)),
-              ],
-            );
-            ::kernel_std::__private::device::warp_sync();
-            for __q in 0..8usize {
-              let __qi: usize = __q * 32 + __lane;
-              if __qi < 256usize {
-                let (__row, __ch): (usize, usize) = (
-                  __qi / 16usize,
-                  __qi % 16usize,
-                );
-                let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                  __sw + (__row * 272usize + __ch * 16) as u32,
-                );
-                let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                                + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                                + ((__warp / 4) % 1usize) * 128usize;
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                              + 0usize * 64 + (__warp % 4) * 16 + __row) * 128usize
-                              + ((__warp / 4) % 1usize) * 128usize;
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                );
-                ::kernel_std::__private::device::store_vec::<
-                  u32,
-                  4,
-                >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
               }
             }
-            ::kernel_std::__private::device::warp_sync();
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 128usize
-                        + ((__warp / 4) % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = c_18[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                        + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
-                        + (__warp % 4) * 16 + __lane / 4) * 128usize
-                        + ((__warp / 4) % 1usize) * 128usize
-                        + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = c_18[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 4usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
+            __p += 1;
           }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "matmul_fp8_kernel"))]

@@ -39,78 +39,97 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_M,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut num_pid_m_1: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_M,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_N,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                128i64,
-              ),
-            ),
-            (1i32),
-          ),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_n_2: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_N,
           <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        );
-        let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-          num_pid_n_2,
-        );
-        let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          pid_0,
-          num_pid_in_group_3,
-        );
-        let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          group_id_4,
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            num_pid_m_1,
-            first_pid_m_5,
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+    );
+    let mut num_pid_in_group_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+      num_pid_n_2,
+    );
+    let mut group_id_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      pid_0,
+      num_pid_in_group_3,
+    );
+    let mut first_pid_m_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      group_id_4,
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut group_size_m_6: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        num_pid_m_1,
+        first_pid_m_5,
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      first_pid_m_5,
+      <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, group_size_m_6),
+    );
+    let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::rem(
+        pid_0,
+        num_pid_in_group_3,
+      ),
+      group_size_m_6,
+    );
+    let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut accumulator_14: [i32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 4usize) * 64usize + ((__j) / 16usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 4usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        accumulator_14[__j] = (0i32);
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
           ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          first_pid_m_5,
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            group_size_m_6,
-          ),
-        );
-        let mut pid_n_8: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            num_pid_in_group_3,
-          ),
-          group_size_m_6,
-        );
-        let mut a_ptrs_12_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut b_ptrs_13_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut accumulator_14: [i32; 64usize] = unsafe {
-          ::core::mem::zeroed()
-        };
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      );
+      let __step: i32 = (1i32);
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k_15: i32 = __i;
+        let mut __mma27: [f32; 64usize] = [0.0f32; 64usize];
+        let mut __sums28: [i32; 64usize] = [0i32; 64usize];
         ::kernel_std::__private::device::unroll::<
           64usize,
           _,
@@ -121,467 +140,404 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            accumulator_14[__j] = (0i32);
+            __sums28[__j] = accumulator_14[__j];
           },
         );
+        let mut __loaded: u32 = 0;
         {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  64i64,
-                ),
-              ),
-              (1i32),
-            ),
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-          );
-          let __step: i32 = (1i32);
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k_15: i32 = __i;
-            let mut __mma27: [f32; 64usize] = [0.0f32; 64usize];
-            let mut __sums28: [i32; 64usize] = [0i32; 64usize];
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 4usize) * 64usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __sums28[__j] = accumulator_14[__j];
-              },
-            );
-            let mut __loaded: u32 = 0;
-            {
-              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jg: usize| {
-                  let __jc = 0usize + __jg;
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  if __c < 512usize {
-                    let __f0 = __c * 8;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
+          let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jg: usize| {
+              let __jc = 0usize + __jg;
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
                               ),
-                              __p_M,
                             ),
-                            __p_stride_am,
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p1 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p1 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p2 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p2 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p3 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p4 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p4 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p5 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p5 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p6 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p6 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_m_7,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_M,
-                            ),
-                            __p_stride_am,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_m_7,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_ak,
                           ),
+                          __p_M,
                         ),
+                        __p_stride_am,
                       ),
-                      a_ptrs_12_off,
-                    );
-                    let __all = {
-                      let __x24 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __x25 = (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        );
-                      let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
                           ),
-                        ),
-                      );
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x25,
-                        __x24,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x25,
-                          __c26,
-                        )
-                    };
-                    if __all && (__p0 as usize) % 8 == 0
-                      && (__p1 as usize) == (__p0 as usize) + 1usize
-                      && (__p2 as usize) == (__p0 as usize) + 2usize
-                      && (__p3 as usize) == (__p0 as usize) + 3usize
-                      && (__p4 as usize) == (__p0 as usize) + 4usize
-                      && (__p5 as usize) == (__p0 as usize) + 5usize
-                      && (__p6 as usize) == (__p0 as usize) + 6usize
-                      && (__p7 as usize) == (__p0 as usize) + 7usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        8usize,
-                      )
-                    {
-                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                        u32,
-                        2,
-                      >(__p0 as *mut u32);
-                      __loaded |= 1u32 << __jc;
-                    }
-                  }
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jg: usize| {
-                  let __jc = 0usize + __jg;
-                  if __loaded & (1u32 << __jc) != 0 {
-                    let __c = ::kernel_std::__private::device::opaque_usize(
-                      __jc * 128usize + __tid,
-                    );
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
+                        __p_stride_ak,
+                      ),
+                    ),
+                  ),
+                  a_ptrs_12_off,
+                );
+                let __all = {
+                  let __x24 = (0i32)
+                    .wrapping_add(
                       ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    ::kernel_std::__private::device::store_vec::<
-                      u32,
-                      4,
-                    >(
-                      __smem.add(0usize + __s0 * 2) as *mut u32,
-                      ::kernel_std::__private::device::widen_words::<
-                        i8,
-                      >(__words[__jg]),
+                        let __pf: usize = (__f0);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
                     );
-                  }
-                },
-              );
-            }
-            for __jc in 0..4usize {
-              let __c = ::kernel_std::__private::device::opaque_usize(
-                __jc * 128usize + __tid,
-              );
-              if __c < 512usize && __loaded & (1u32 << __jc) == 0 {
+                  let __x25 = (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    );
+                  let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_15,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  );
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x25,
+                    __x24,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x25,
+                      __c26,
+                    )
+                };
+                if __all && (__p0 as usize) % 8 == 0
+                  && (__p1 as usize) == (__p0 as usize) + 1usize
+                  && (__p2 as usize) == (__p0 as usize) + 2usize
+                  && (__p3 as usize) == (__p0 as usize) + 3usize
+                  && (__p4 as usize) == (__p0 as usize) + 4usize
+                  && (__p5 as usize) == (__p0 as usize) + 5usize
+                  && (__p6 as usize) == (__p0 as usize) + 6usize
+                  && (__p7 as usize) == (__p0 as usize) + 7usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_a_ptr,
+                    __len_a_ptr,
+                    8usize,
+                  )
+                {
+                  __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                    u32,
+                    2,
+                  >(__p0 as *mut u32);
+                  __loaded |= 1u32 << __jc;
+                }
+              }
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jg: usize| {
+              let __jc = 0usize + __jg;
+              if __loaded & (1u32 << __jc) != 0 {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 128usize + __tid,
+                );
                 let __f0 = __c * 8;
                 let __s0: usize = ({
                   let __sf: usize = __f0;
@@ -591,1065 +547,1072 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
                       + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                   }) + __sf % 8
                 });
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add(0usize + __s0 * 2) as *mut u32,
+                  ::kernel_std::__private::device::widen_words::<
+                    i8,
+                  >(__words[__jg]),
+                );
+              }
+            },
+          );
+        }
+        for __jc in 0..4usize {
+          let __c = ::kernel_std::__private::device::opaque_usize(
+            __jc * 128usize + __tid,
+          );
+          if __c < 512usize && __loaded & (1u32 << __jc) == 0 {
+            let __f0 = __c * 8;
+            let __s0: usize = ({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 64usize;
+                __r * 64usize
+                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+              }) + __sf % 8
+            });
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
+                          __p_stride_ak,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_m_7,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
                                 ),
-                                __p_M,
                               ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_ak,
                             ),
+                            __p_M,
                           ),
+                          __p_stride_am,
                         ),
-                        a_ptrs_12_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_ak,
+                        ),
+                      ),
+                    ),
+                    a_ptrs_12_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+          }
+        }
+        ::kernel_std::__private::device::cp_async_wait_all();
+        let mut __loaded: u32 = 0;
+        {
+          let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jg: usize| {
+              let __jc = 0usize + __jg;
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 1024usize {
+                let __f0 = __c * 8;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
                             }) as i32,
                           ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
                             ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-              }
-            }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            let mut __loaded: u32 = 0;
-            {
-              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jg: usize| {
-                  let __jc = 0usize + __jg;
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  if __c < 1024usize {
-                    let __f0 = __c * 8;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p1 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p1 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p2 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p2 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p3 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p4 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p4 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p5 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p5 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p6 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p6 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                        __p_stride_bk,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_n_8,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                128i64,
+                              ),
+                            ),
                             (0i32)
                               .wrapping_add(
                                 ({
                                   let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
                                 }) as i32,
                               ),
-                            __p_stride_bk,
                           ),
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  pid_n_8,
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    128i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_N,
-                            ),
-                            __p_stride_bn,
-                          ),
+                          __p_N,
                         ),
+                        __p_stride_bn,
                       ),
-                      b_ptrs_13_off,
-                    );
-                    let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        __p_K,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          k_15,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                      ),
-                    );
-                    if __all && (__p0 as usize) % 8 == 0
-                      && (__p1 as usize) == (__p0 as usize) + 1usize
-                      && (__p2 as usize) == (__p0 as usize) + 2usize
-                      && (__p3 as usize) == (__p0 as usize) + 3usize
-                      && (__p4 as usize) == (__p0 as usize) + 4usize
-                      && (__p5 as usize) == (__p0 as usize) + 5usize
-                      && (__p6 as usize) == (__p0 as usize) + 6usize
-                      && (__p7 as usize) == (__p0 as usize) + 7usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        8usize,
-                      )
-                    {
-                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                        u32,
-                        2,
-                      >(__p0 as *mut u32);
-                      __loaded |= 1u32 << __jc;
-                    }
-                  }
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jg: usize| {
-                  let __jc = 0usize + __jg;
-                  if __loaded & (1u32 << __jc) != 0 {
-                    let __c = ::kernel_std::__private::device::opaque_usize(
-                      __jc * 128usize + __tid,
-                    );
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
+                    ),
+                  ),
+                  b_ptrs_13_off,
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32)
+                    .wrapping_add(
                       ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    });
-                    ::kernel_std::__private::device::store_vec::<
-                      u32,
-                      4,
-                    >(
-                      __smem.add(8192usize + __s0 * 2) as *mut u32,
-                      ::kernel_std::__private::device::widen_words::<
-                        i8,
-                      >(__words[__jg]),
-                    );
-                  }
-                },
-              );
-            }
-            for __jc in 0..8usize {
-              let __c = ::kernel_std::__private::device::opaque_usize(
-                __jc * 128usize + __tid,
-              );
-              if __c < 1024usize && __loaded & (1u32 << __jc) == 0 {
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    __p_K,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      k_15,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                  ),
+                );
+                if __all && (__p0 as usize) % 8 == 0
+                  && (__p1 as usize) == (__p0 as usize) + 1usize
+                  && (__p2 as usize) == (__p0 as usize) + 2usize
+                  && (__p3 as usize) == (__p0 as usize) + 3usize
+                  && (__p4 as usize) == (__p0 as usize) + 4usize
+                  && (__p5 as usize) == (__p0 as usize) + 5usize
+                  && (__p6 as usize) == (__p0 as usize) + 6usize
+                  && (__p7 as usize) == (__p0 as usize) + 7usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_b_ptr,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                {
+                  __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                    u32,
+                    2,
+                  >(__p0 as *mut u32);
+                  __loaded |= 1u32 << __jc;
+                }
+              }
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jg: usize| {
+              let __jc = 0usize + __jg;
+              if __loaded & (1u32 << __jc) != 0 {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 128usize + __tid,
+                );
                 let __f0 = __c * 8;
                 let __s0: usize = ({
                   let __sf: usize = __f0;
@@ -1660,915 +1623,2199 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
                         * 8)
                   }) + __sf % 8
                 });
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::store_vec::<
+                  u32,
+                  4,
+                >(
+                  __smem.add(8192usize + __s0 * 2) as *mut u32,
+                  ::kernel_std::__private::device::widen_words::<
+                    i8,
+                  >(__words[__jg]),
+                );
+              }
+            },
+          );
+        }
+        for __jc in 0..8usize {
+          let __c = ::kernel_std::__private::device::opaque_usize(
+            __jc * 128usize + __tid,
+          );
+          if __c < 1024usize && __loaded & (1u32 << __jc) == 0 {
+            let __f0 = __c * 8;
+            let __s0: usize = ({
+              let __sf: usize = __f0;
+              ({
+                let __r: usize = __sf / 128usize;
+                __r * 128usize
+                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                    * 8)
+              }) + __sf % 8
+            });
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
+                                ),
+                              ),
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
+                            __p_N,
+                          ),
+                          __p_stride_bn,
+                        ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(8192usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                          __p_stride_bk,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_n_8,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  128i64,
                                 ),
-                                __p_N,
                               ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(8192usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
                               (0i32)
                                 .wrapping_add(
                                   ({
                                     let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                    0usize + ((__pf / 1usize) % 128usize) * 1usize
                                   }) as i32,
                                 ),
-                              __p_stride_bk,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
+                            __p_N,
                           ),
+                          __p_stride_bn,
                         ),
-                        b_ptrs_13_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
+                      ),
+                    ),
+                    b_ptrs_13_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_15,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                          0i64,
-                        )
-                      }
-                    }),
-                  ),
-                );
-              }
-            }
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + 0usize as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + 8192usize as u32;
+                      ),
+                    ),
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                      0i64,
+                    )
+                  }
+                }),
+              ),
+            );
+          }
+        }
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + 8192usize as u32;
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
               >(
                 #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 4usize] = [[0u32; 4]; 4usize];
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 4usize) * 64usize + __i * 16
+                          + __lane % 16;
+                        __r * 64usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 128usize
+                          + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
                   ::kernel_std::__private::device::unroll::<
                     4usize,
                     _,
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 4usize) * 64usize + __i * 16
-                              + __lane % 16;
-                            __r * 64usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
-                                * 8)
-                          }) * 2) as u32,
+                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma27[__b],
+                          __mma27[__b + 1],
+                          __mma27[__b + 2],
+                          __mma27[__b + 3],
+                        ],
                       );
+                      __mma27[__b] = __d[0];
+                      __mma27[__b + 1] = __d[1];
+                      __mma27[__b + 2] = __d[2];
+                      __mma27[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
-                    2usize,
+                    4usize,
                     _,
                   >(
                     #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 128usize
-                              + ((((__warp % 4usize) * 4usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) * 2) as u32,
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma27[__b],
+                          __mma27[__b + 1],
+                          __mma27[__b + 2],
+                          __mma27[__b + 3],
+                        ],
                       );
-                      ::kernel_std::__private::device::unroll::<
-                        4usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma27[__b],
-                              __mma27[__b + 1],
-                              __mma27[__b + 2],
-                              __mma27[__b + 3],
-                            ],
-                          );
-                          __mma27[__b] = __d[0];
-                          __mma27[__b + 1] = __d[1];
-                          __mma27[__b + 2] = __d[2];
-                          __mma27[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        4usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma27[__b],
-                              __mma27[__b + 1],
-                              __mma27[__b + 2],
-                              __mma27[__b + 3],
-                            ],
-                          );
-                          __mma27[__b] = __d[0];
-                          __mma27[__b + 1] = __d[1];
-                          __mma27[__b + 2] = __d[2];
-                          __mma27[__b + 3] = __d[3];
-                        },
-                      );
+                      __mma27[__b] = __d[0];
+                      __mma27[__b + 1] = __d[1];
+                      __mma27[__b + 2] = __d[2];
+                      __mma27[__b + 3] = __d[3];
                     },
                   );
                 },
               );
-            }
-            for __j in 0..64usize {
-              __sums28[__j] = __sums28[__j]
-                .wrapping_add(__mma27[__j] as i32);
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              64usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 4usize) * 64usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                accumulator_14[__j] = __sums28[__j];
-              },
-            );
-            a_ptrs_12_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              a_ptrs_12_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                  __p_stride_ak,
-                ),
-              ),
-            );
-            b_ptrs_13_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              b_ptrs_13_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                  __p_stride_bk,
-                ),
-              ),
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+            },
+          );
+        }
+        for __j in 0..64usize {
+          __sums28[__j] = __sums28[__j].wrapping_add(__mma27[__j] as i32);
         }
         ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 4usize) * 64usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            accumulator_14[__j] = __sums28[__j];
+          },
+        );
+        a_ptrs_12_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          a_ptrs_12_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                64i64,
+              ),
+              __p_stride_ak,
+            ),
+          ),
+        );
+        b_ptrs_13_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          b_ptrs_13_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                64i64,
+              ),
+              __p_stride_bk,
+            ),
+          ),
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sfast: bool = true
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c31 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x30,
+                  __x29,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x30,
+                    __c31,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c34 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x33,
+                  __x32,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x33,
+                    __c34,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c37 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x36,
+                  __x35,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x36,
+                    __c37,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c40 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x39,
+                  __x38,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x39,
+                    __c40,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c43 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x42,
+                  __x41,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x42,
+                    __c43,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c46 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x45,
+                  __x44,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x45,
+                    __c46,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c49 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x48,
+                  __x47,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x48,
+                    __c49,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              __p_stride_cn,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_n_8,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 25usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          );
+          ::kernel_std::__private::device::cast::<i32, i64>(__p_stride_cn)
+            .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c_ptr,
+              __len_c_ptr,
+              26usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_m_7,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 128usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_M,
+            )
+              && {
+                let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
+                          + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                          + 25usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c52 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x51,
+                  __x50,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x51,
+                    __c52,
+                  )
+              })
+        };
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> i32 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 4usize) * 64usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            accumulator_14[__j]
+          },
+        );
         {
-          let __sfast: bool = true
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
+                  __p_stride_cm,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_7,
@@ -2579,2215 +3826,927 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
-                  __p_M,
-                )
-                  && {
-                    let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 0usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c31 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x30,
-                      __x29,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x30,
-                        __c31,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
                     ),
                   ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 8usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c34 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x33,
-                      __x32,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x33,
-                        __c34,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 16usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c37 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x36,
-                      __x35,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x36,
-                        __c37,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 24usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c40 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x39,
-                      __x38,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x39,
-                        __c40,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 32usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c43 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x42,
-                      __x41,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x42,
-                        __c43,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x44 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 40usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c46 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x45,
-                      __x44,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x45,
-                        __c46,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 48usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c49 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x48,
-                      __x47,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x48,
-                        __c49,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cm,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_7,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 128usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cn,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_n_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 25usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              );
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__p_stride_cn)
-                .wrapping_mul((0i64).wrapping_add(1i64)) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 100usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  26usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                            + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                )
-                  && {
-                    let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4usize) * 64usize + 56usize
-                              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                              + 25usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c52 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x51,
-                      __x50,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x51,
-                        __c52,
-                      )
-                  })
-            };
-          if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> i32 {
-                let __v: usize = __j % 2;
-                let __f: usize = ((__warp / 4usize) * 64usize
-                  + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                accumulator_14[__j]
-              },
-            );
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(0usize);
-                __sv[1usize] = __val(1usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(2usize);
-                __sv[1usize] = __val(3usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(4usize);
-                __sv[1usize] = __val(5usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(6usize);
-                __sv[1usize] = __val(7usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(8usize);
-                __sv[1usize] = __val(9usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(10usize);
-                __sv[1usize] = __val(11usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(12usize);
-                __sv[1usize] = __val(13usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(24usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(14usize);
-                __sv[1usize] = __val(15usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(24usize), __sv);
-              }
-            }
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(16usize);
-                __sv[1usize] = __val(17usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(18usize);
-                __sv[1usize] = __val(19usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(20usize);
-                __sv[1usize] = __val(21usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(22usize);
-                __sv[1usize] = __val(23usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(24usize);
-                __sv[1usize] = __val(25usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(26usize);
-                __sv[1usize] = __val(27usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(28usize);
-                __sv[1usize] = __val(29usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(24usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(30usize);
-                __sv[1usize] = __val(31usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(24usize), __sv);
-              }
-            }
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(32usize);
-                __sv[1usize] = __val(33usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(34usize);
-                __sv[1usize] = __val(35usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(36usize);
-                __sv[1usize] = __val(37usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(38usize);
-                __sv[1usize] = __val(39usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(40usize);
-                __sv[1usize] = __val(41usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(42usize);
-                __sv[1usize] = __val(43usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(44usize);
-                __sv[1usize] = __val(45usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(24usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(46usize);
-                __sv[1usize] = __val(47usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(24usize), __sv);
-              }
-            }
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cm,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_7,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-                                  * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    __p_stride_cn,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_n_8,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                              ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
-                                * 128usize + (__warp % 4usize) * 32usize + 0usize
-                                + (__lane % 4) * 2,
-                            );
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(48usize);
-                __sv[1usize] = __val(49usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(50usize);
-                __sv[1usize] = __val(51usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(52usize);
-                __sv[1usize] = __val(53usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(54usize);
-                __sv[1usize] = __val(55usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(56usize);
-                __sv[1usize] = __val(57usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(58usize);
-                __sv[1usize] = __val(59usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(16usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(60usize);
-                __sv[1usize] = __val(61usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(24usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(62usize);
-                __sv[1usize] = __val(63usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(24usize), __sv);
-              }
-            }
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    32usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = ((__warp / 4usize) * 64usize
-                        + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                        + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = accumulator_14[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = ((__warp / 4usize) * 64usize
-                        + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-                        + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                        + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            __p_stride_cm,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_m_7,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          __p_stride_cn,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        ),
-                      );
-                      __sv[__v] = accumulator_14[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_m_7,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_M,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_n_8,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                128i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        i32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 0usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
                         );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c_ptr,
-                          __len_c_ptr,
-                          __fnote,
-                          2u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 8usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
                         );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(0usize);
+            __sv[1usize] = __val(1usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(2usize);
+            __sv[1usize] = __val(3usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(4usize);
+            __sv[1usize] = __val(5usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(6usize);
+            __sv[1usize] = __val(7usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(8usize);
+            __sv[1usize] = __val(9usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(10usize);
+            __sv[1usize] = __val(11usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(12usize);
+            __sv[1usize] = __val(13usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(24usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(14usize);
+            __sv[1usize] = __val(15usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(24usize), __sv);
           }
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 16usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 24usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(16usize);
+            __sv[1usize] = __val(17usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(18usize);
+            __sv[1usize] = __val(19usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(20usize);
+            __sv[1usize] = __val(21usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(22usize);
+            __sv[1usize] = __val(23usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(24usize);
+            __sv[1usize] = __val(25usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(26usize);
+            __sv[1usize] = __val(27usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(28usize);
+            __sv[1usize] = __val(29usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(24usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(30usize);
+            __sv[1usize] = __val(31usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(24usize), __sv);
+          }
+        }
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 32usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 40usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(32usize);
+            __sv[1usize] = __val(33usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(34usize);
+            __sv[1usize] = __val(35usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(36usize);
+            __sv[1usize] = __val(37usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(38usize);
+            __sv[1usize] = __val(39usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(40usize);
+            __sv[1usize] = __val(41usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(42usize);
+            __sv[1usize] = __val(43usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(44usize);
+            __sv[1usize] = __val(45usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(24usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(46usize);
+            __sv[1usize] = __val(47usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(24usize), __sv);
+          }
+        }
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 48usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cm,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
+                              * 128usize + (__warp % 4usize) * 32usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                __p_stride_cn,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                          ((__warp / 4usize) * 64usize + 56usize + __lane / 4)
+                            * 128usize + (__warp % 4usize) * 32usize + 0usize
+                            + (__lane % 4) * 2,
+                        );
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(48usize);
+            __sv[1usize] = __val(49usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(50usize);
+            __sv[1usize] = __val(51usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(52usize);
+            __sv[1usize] = __val(53usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(54usize);
+            __sv[1usize] = __val(55usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(56usize);
+            __sv[1usize] = __val(57usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(58usize);
+            __sv[1usize] = __val(59usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(16usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(60usize);
+            __sv[1usize] = __val(61usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(24usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(62usize);
+            __sv[1usize] = __val(63usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(24usize), __sv);
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            32usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 4usize) * 64usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = accumulator_14[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 4usize) * 64usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = accumulator_14[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_7,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c_ptr,
+                __len_c_ptr,
+                2usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                i32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+            }
+            __p += 1;
+          }
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "matmul_i8_kernel"))]

@@ -40,191 +40,1020 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut pid_k_1: i32 = ::kernel_std::__private::device::program_id(1u32);
+    let mut split_k_2: i32 = ::kernel_std::__private::device::num_programs(1u32);
+    let mut num_pid_m_3: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_M,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_n_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        <i32 as ::kernel_std::__private::device::Num>::add(
+          __p_N,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+        ),
+        (1i32),
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut num_pid_in_group_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+      num_pid_n_4,
+    );
+    let mut group_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      pid_0,
+      num_pid_in_group_5,
+    );
+    let mut first_pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      group_id_6,
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut group_size_m_8: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::sub(
+        num_pid_m_3,
+        first_pid_m_7,
+      ),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+    );
+    let mut pid_m_9: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      first_pid_m_7,
+      <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, group_size_m_8),
+    );
+    let mut pid_n_10: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+      <i32 as ::kernel_std::__private::device::Num>::rem(
+        pid_0,
+        num_pid_in_group_5,
+      ),
+      group_size_m_8,
+    );
+    let mut a_ptrs_14_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut b_ptrs_15_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut accumulator_16: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut pid_k_1: i32 = ::kernel_std::__private::device::program_id(1u32);
-        let mut split_k_2: i32 = ::kernel_std::__private::device::num_programs(
-          1u32,
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 16usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 64usize
+          + (__warp % 2usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        accumulator_16[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
         );
-        let mut num_pid_m_3: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_M,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut num_pid_n_4: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              __p_N,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                64i64,
-              ),
-            ),
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut num_pid_in_group_5: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-          num_pid_n_4,
-        );
-        let mut group_id_6: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          pid_0,
-          num_pid_in_group_5,
-        );
-        let mut first_pid_m_7: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          group_id_6,
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut group_size_m_8: i32 = <i32 as ::kernel_std::__private::device::Num>::min(
-          <i32 as ::kernel_std::__private::device::Num>::sub(
-            num_pid_m_3,
-            first_pid_m_7,
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
-        );
-        let mut pid_m_9: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          first_pid_m_7,
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            group_size_m_8,
-          ),
-        );
-        let mut pid_n_10: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            pid_0,
-            num_pid_in_group_5,
-          ),
-          group_size_m_8,
-        );
-        let mut a_ptrs_14_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut b_ptrs_15_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut accumulator_16: [f32; 32usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            accumulator_16[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
-            <i32 as ::kernel_std::__private::device::Num>::sub(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                __p_K,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                  split_k_2,
-                ),
-              ),
-              (1i32),
-            ),
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = <i32 as ::kernel_std::__private::device::Num>::div(
+        <i32 as ::kernel_std::__private::device::Num>::sub(
+          <i32 as ::kernel_std::__private::device::Num>::add(
+            __p_K,
             <i32 as ::kernel_std::__private::device::Num>::mul(
               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                 32i64,
               ),
               split_k_2,
             ),
-          );
-          let __step: i32 = (1i32);
-          let (__s64, __e64, __t64) = (
-            __start as i64,
-            __end as i64,
-            __step as i64,
-          );
-          let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-            (__e64 - __s64 + __t64 - 1) / __t64
-          } else if __t64 < 0 && __e64 < __s64 {
-            (__s64 - __e64 - __t64 - 1) / (-__t64)
-          } else {
-            0
-          };
-          let __st14: i64 = ::kernel_std::__private::device::cast::<
-            i32,
-            i64,
-          >(
+          ),
+          (1i32),
+        ),
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+          split_k_2,
+        ),
+      );
+      let __step: i32 = (1i32);
+      let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+      let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+        (__e64 - __s64 + __t64 - 1) / __t64
+      } else if __t64 < 0 && __e64 < __s64 {
+        (__s64 - __e64 - __t64 - 1) / (-__t64)
+      } else {
+        0
+      };
+      let __st14: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+            split_k_2,
+          ),
+          __p_stride_ak,
+        ),
+      );
+      let __st15: i64 = ::kernel_std::__private::device::cast::<
+        i32,
+        i64,
+      >(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(32i64),
+            split_k_2,
+          ),
+          __p_stride_bk,
+        ),
+      );
+      let mut __pb0: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+      let mut __lo0: i64 = i64::MAX;
+      let mut __hi0: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                split_k_2,
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_k_1,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
               __p_stride_ak,
             ),
           );
-          let __st15: i64 = ::kernel_std::__private::device::cast::<
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb0[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
             i32,
             i64,
-          >(
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
             <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                split_k_2,
+                __p_M,
+              ),
+              __p_stride_am,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_k_1,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_stride_ak,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb0[1usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb0[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_a_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo0 = if __o < __lo0 { __o } else { __lo0 };
+          __hi0 = if __o > __hi0 { __o } else { __hi0 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo0 = i64::MAX;
+        __hi0 = i64::MIN;
+      }
+      let __sc0: i64 = 0i64;
+      let __inb0: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          a_ptrs_14_off + __it * __st14
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          a_ptrs_14_off + __it * __st14
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          a_ptrs_14_off + __it * __st14
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
+          && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
+      };
+      let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+      let mut __lo1: i64 = i64::MAX;
+      let mut __hi1: i64 = i64::MIN;
+      let mut __nc: bool = false;
+      let mut __al: bool = true;
+      {
+        let __c: usize = 0usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_k_1,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
               __p_stride_bk,
             ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_10,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
           );
-          let mut __pb0: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-          let mut __lo0: i64 = i64::MAX;
-          let mut __hi0: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -236,823 +1065,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 1usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_m_9,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_M,
-                  ),
-                  __p_stride_am,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_k_1,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_stride_ak,
-                ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      __p_stride_am,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_ak,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
-              )
-            };
-            __pb0[1usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb0[1usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_a_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo0 = if __o < __lo0 { __o } else { __lo0 };
-              __hi0 = if __o > __hi0 { __o } else { __hi0 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo0 = i64::MAX;
-            __hi0 = i64::MIN;
-          }
-          let __sc0: i64 = 0i64;
-          let __inb0: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              a_ptrs_14_off + __it * __st14
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              a_ptrs_14_off + __it * __st14
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              a_ptrs_14_off + __it * __st14
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo0 <= __hi0 && __lo0 + __mn + __sc0 >= 0
-              && __hi0 + __mx + 8 + __sc0 <= __len_a_ptr as i64
-          };
-          let mut __pb1: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-          let mut __lo1: i64 = i64::MAX;
-          let mut __hi1: i64 = i64::MIN;
-          let mut __nc: bool = false;
-          let mut __al: bool = true;
-          {
-            let __c: usize = 0usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_k_1,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 64usize) % 32usize) * 1usize
                         }) as i32,
                       ),
@@ -1071,7 +1084,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = (__f0 + 1usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1080,369 +1093,14 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   ),
                   __p_stride_bn,
                 ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
               )
-            };
-            __pb1[0usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[0usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          {
-            let __c: usize = 1usize * 128usize + __tid;
-            let __f0: usize = __c * 8;
-            let (__o0, __ct): (i32, bool) = {
-              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1454,7 +1112,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + 0usize);
+                          let __pf: usize = (__f0 + 2usize);
                           0usize + ((__pf / 64usize) % 32usize) * 1usize
                         }) as i32,
                       ),
@@ -1473,7 +1131,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       (0i32)
                         .wrapping_add(
                           ({
-                            let __pf: usize = (__f0 + 0usize);
+                            let __pf: usize = (__f0 + 2usize);
                             0usize + ((__pf / 1usize) % 64usize) * 1usize
                           }) as i32,
                         ),
@@ -1482,3127 +1140,3430 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                   ),
                   __p_stride_bn,
                 ),
-              );
-              (
-                __q0,
-                true
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        2usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        3usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        5usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        6usize as i64,
-                      ),
-                    )
-                  && <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_k_1,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 64usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_stride_bk,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::rem(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_n_10,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                      __p_stride_bn,
-                    ),
-                  )
-                    == <i32 as ::kernel_std::__private::device::Num>::add(
-                      __q0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        7usize as i64,
-                      ),
-                    ),
               )
-            };
-            __pb1[1usize] = if __ct {
-              __o0
-            } else {
-              <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            };
-            if __pb1[1usize]
-              != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-            {
-              __al = __al
-                && (::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  __o0,
-                ) as usize) % 16 == 0;
-              let __o: i64 = ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(__o0);
-              __lo1 = if __o < __lo1 { __o } else { __lo1 };
-              __hi1 = if __o > __hi1 { __o } else { __hi1 };
-            } else {
-              __nc = true;
-            }
-          }
-          if __nc || !__al {
-            __lo1 = i64::MAX;
-            __hi1 = i64::MIN;
-          }
-          let __sc1: i64 = 0i64;
-          let __inb1: bool = {
-            let __first: i64 = {
-              let __it: i64 = 0;
-              b_ptrs_15_off + __it * __st15
-            };
-            let __second: i64 = {
-              let __it: i64 = 1;
-              b_ptrs_15_off + __it * __st15
-            };
-            let __last: i64 = {
-              let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
-              b_ptrs_15_off + __it * __st15
-            };
-            let (__mn, __mx) = if __first < __last {
-              (__first, __last)
-            } else {
-              (__last, __first)
-            };
-            let __aligned = __first % 8 == 0
-              && (__second - __first) % 8 == 0;
-            __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
-              && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
-          };
-          let __w: u32 = ::kernel_std::__private::device::smem_addr()
-            + 24576usize as u32;
-          if __tid == 0 {
-            ::kernel_std::__private::device::store(
-              __smem.add(24576usize) as *mut u32,
-              1u32,
-            );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let __proved: bool = {
-            ::kernel_std::__private::device::smem_and(
-              __w,
-              (true && __inb0 && __inb1) as u32,
-            );
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::load(
-              __smem.add(24576usize) as *mut u32,
-            ) != 0
-          };
-          if __proved {
-            let mut __pi: i64 = 0;
-            while __pi < 2i64 {
-              if __pi < __n {
-                {
-                  let __it: i64 = __pi;
-                  let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __buf: usize = __pi as usize;
-                  {
-                    let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                    let __dst: usize = 0usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                    let __dst: usize = 4096usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
                         ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              __pi += 1;
-            }
-            let mut __ci: i64 = 0;
-            let mut __cbu: u32 = 0;
-            let mut __nbu: u32 = 2u32;
-            while __ci < __n {
-              ::kernel_std::__private::device::cp_async_wait_group::<
-                1u32,
-              >();
-              ::kernel_std::__private::device::bar_sync();
-              let __cb: usize = __cbu as usize;
-              let __nx: i64 = __ci + 2i64;
-              if __nx < __n {
-                {
-                  let __it: i64 = __nx;
-                  let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __buf: usize = __nbu as usize;
-                  {
-                    let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                    let __dst: usize = 0usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[0usize],
-                        ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
+                      ),
+                      (0i32)
+                        .wrapping_add(
                           ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          __pb0[1usize],
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
                         ),
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      } {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                    let __dst: usize = 4096usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[0usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          __pb1[1usize],
-                        ),
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      ) {
-                        ::kernel_std::__private::device::cp_async_16(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        );
-                      } else {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              {
-                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize) as u32;
-                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize + 4096usize) as u32;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__ks: usize| {
-                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                          __sa
-                            + (({
-                              let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                + __lane % 16;
-                              __r * 32usize
-                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                  * 8)
-                            }) * 2) as u32,
-                        );
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jp: usize| {
-                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                          __sb
-                            + (({
-                              let __r: usize = __ks * 16 + __lane % 16;
-                              __r * 64usize
-                                + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                  ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) * 2) as u32,
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[0], __bq[1]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[2], __bq[3]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                      },
-                    );
-                  },
-                );
-              }
-              __ci += 1;
-              __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-              __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-            }
-          } else {
-            ::core::hint::cold_path();
-            let mut __pi: i64 = 0;
-            while __pi < 2i64 {
-              if __pi < __n {
-                {
-                  let __it: i64 = __pi;
-                  let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __buf: usize = __pi as usize;
-                  {
-                    let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                    let __dst: usize = 0usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !({
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      }
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !({
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      }
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::note_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                    let __dst: usize = 4096usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::note_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              __pi += 1;
-            }
-            let mut __ci: i64 = 0;
-            let mut __cbu: u32 = 0;
-            let mut __nbu: u32 = 2u32;
-            while __ci < __n {
-              ::kernel_std::__private::device::cp_async_wait_group::<
-                1u32,
-              >();
-              ::kernel_std::__private::device::bar_sync();
-              let __cb: usize = __cbu as usize;
-              let __nx: i64 = __ci + 2i64;
-              if __nx < __n {
-                {
-                  let __it: i64 = __nx;
-                  let k_17: i32 = ((__start as i64) + __it * (__step as i64))
-                    as i32;
-                  let __buf: usize = __nbu as usize;
-                  {
-                    let __off0: i64 = a_ptrs_14_off + __it * __st14;
-                    let __dst: usize = 0usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[0usize],
-                          );
-                          if __pb0[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !({
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      }
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            __pb0[1usize],
-                          );
-                          if __pb0[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off0,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !({
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        );
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      }
-                        && (__inb0
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_a_ptr as usize,
-                            ) as *mut _,
-                            __len_a_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 32usize;
-                                __r * 32usize
-                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_m_9,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_M,
-                                ),
-                                __p_stride_am,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_ak,
-                              ),
-                            ),
-                          ),
-                          __off0,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_a_ptr,
-                            __len_a_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::note_fault_at(
-                          __badp,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                  {
-                    let __off1: i64 = b_ptrs_15_off + __it * __st15;
-                    let __dst: usize = 4096usize + __buf * 8192usize;
-                    let mut __slow: u32 = 0;
-                    {
-                      let __c: usize = 0usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[0usize],
-                          );
-                          if __pb1[0usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 0usize;
-                      }
-                    }
-                    {
-                      let __c: usize = 1usize * 128usize + __tid;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        {
-                          let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            __pb1[1usize],
-                          );
-                          if __pb1[1usize]
-                            != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
-                          {
-                            __b
-                          } else {
-                            __b.map_addr(|__a| __a | 1)
-                          }
-                        },
-                        __off1,
-                      );
-                      let __so: usize = __dst
-                        + (({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 64usize;
-                            __r * 64usize
-                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __sf % 8
-                        })) * 2;
-                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_k_1,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_17,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                              split_k_2,
-                            ),
-                          ),
-                        ),
-                      )
-                        && (__inb1
-                          || ::kernel_std::__private::device::fits(
-                            __g,
-                            ::kernel_std::__private::device::opaque_usize(
-                              __p_b_ptr as usize,
-                            ) as *mut _,
-                            __len_b_ptr,
-                            8usize,
-                          ))
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr() + __so as u32,
-                          __g as *const u8,
-                        ))
-                      {
-                        __slow |= (1 as u32) << 1usize;
-                      }
-                    }
-                    while __slow != 0 {
-                      let __c: usize = (__slow.trailing_zeros() as usize)
-                        * 128usize + __tid;
-                      __slow &= __slow - 1;
-                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
-                        __c * 8,
-                      );
-                      let __sp = __smem
-                        .add(
-                          __dst
-                            + (({
-                              let __sf: usize = __f0;
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            })) * 2,
-                        ) as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              pid_k_1,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_17,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                                split_k_2,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_k_1,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_stride_bk,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_n_10,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                                __p_stride_bn,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::note_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              {
-                let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize) as u32;
-                let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __cb * 8192usize + 4096usize) as u32;
-                ::kernel_std::__private::device::unroll::<
-                  2usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__ks: usize| {
-                    let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__i: usize| {
-                        __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                          __sa
-                            + (({
-                              let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                                + __lane % 16;
-                              __r * 32usize
-                                + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                  * 8)
-                            }) * 2) as u32,
-                        );
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jp: usize| {
-                        let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                          __sb
-                            + (({
-                              let __r: usize = __ks * 16 + __lane % 16;
-                              __r * 64usize
-                                + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
-                                  ^ ((__r / 1usize) % 8usize)) * 8)
-                            }) * 2) as u32,
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[0], __bq[1]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                        ::kernel_std::__private::device::unroll::<
-                          2usize,
-                          _,
-                        >(
-                          #[inline(always)]
-                          |__i: usize| {
-                            let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
-                            let __d = ::kernel_std::__private::device::mma_f16(
-                              __af[__i],
-                              [__bq[2], __bq[3]],
-                              [
-                                accumulator_16[__b],
-                                accumulator_16[__b + 1],
-                                accumulator_16[__b + 2],
-                                accumulator_16[__b + 3],
-                              ],
-                            );
-                            accumulator_16[__b] = __d[0];
-                            accumulator_16[__b + 1] = __d[1];
-                            accumulator_16[__b + 2] = __d[2];
-                            accumulator_16[__b + 3] = __d[3];
-                          },
-                        );
-                      },
-                    );
-                  },
-                );
-              }
-              __ci += 1;
-              __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
-              __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
-            }
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::bar_sync();
-          a_ptrs_14_off += __n * __st14;
-          b_ptrs_15_off += __n * __st15;
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[0usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[0usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
         }
-        let mut atomic_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 2usize) * 32usize
-              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              accumulator_16[__j],
-            );
-          },
+      }
+      {
+        let __c: usize = 1usize * 128usize + __tid;
+        let __f0: usize = __c * 8;
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_k_1,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_stride_bk,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_10,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+              __p_stride_bn,
+            ),
+          );
+          (
+            __q0,
+            true
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 1usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 2usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 3usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 4usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 5usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 6usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_k_1,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_10,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
+        };
+        __pb1[1usize] = if __ct {
+          __o0
+        } else {
+          <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        };
+        if __pb1[1usize]
+          != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+        {
+          __al = __al
+            && (::kernel_std::__private::device::ptr_add(__p_b_ptr, __o0)
+              as usize) % 16 == 0;
+          let __o: i64 = ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(__o0);
+          __lo1 = if __o < __lo1 { __o } else { __lo1 };
+          __hi1 = if __o > __hi1 { __o } else { __hi1 };
+        } else {
+          __nc = true;
+        }
+      }
+      if __nc || !__al {
+        __lo1 = i64::MAX;
+        __hi1 = i64::MIN;
+      }
+      let __sc1: i64 = 0i64;
+      let __inb1: bool = {
+        let __first: i64 = {
+          let __it: i64 = 0;
+          b_ptrs_15_off + __it * __st15
+        };
+        let __second: i64 = {
+          let __it: i64 = 1;
+          b_ptrs_15_off + __it * __st15
+        };
+        let __last: i64 = {
+          let __it: i64 = if __n > 0 { __n - 1 } else { 0 };
+          b_ptrs_15_off + __it * __st15
+        };
+        let (__mn, __mx) = if __first < __last {
+          (__first, __last)
+        } else {
+          (__last, __first)
+        };
+        let __aligned = __first % 8 == 0 && (__second - __first) % 8 == 0;
+        __aligned && __lo1 <= __hi1 && __lo1 + __mn + __sc1 >= 0
+          && __hi1 + __mx + 8 + __sc1 <= __len_b_ptr as i64
+      };
+      let __w: u32 = ::kernel_std::__private::device::smem_addr()
+        + 24576usize as u32;
+      if __tid == 0 {
+        ::kernel_std::__private::device::store(
+          __smem.add(24576usize) as *mut u32,
+          1u32,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __proved: bool = {
+        ::kernel_std::__private::device::smem_and(
+          __w,
+          (true && __inb0 && __inb1) as u32,
         );
         ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::load(__smem.add(24576usize) as *mut u32)
+          != 0
+      };
+      if __proved {
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_M,
+                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
+                          ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_10,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                            __p_stride_bn,
+                          ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[0usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a_ptr,
+                      __pb0[1usize],
+                    ),
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if {
+                    let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x1,
+                      __x0,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x1,
+                        __c2,
+                      )
+                  } {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_M,
+                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
+                          ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[0usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      __pb1[1usize],
+                    ),
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  ) {
+                    ::kernel_std::__private::device::cp_async_16(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    );
+                  } else {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_10,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                            __p_stride_bn,
+                          ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize + 4096usize) as u32;
             ::kernel_std::__private::device::unroll::<
-              8usize,
+              2usize,
               _,
             >(
               #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                atomic_24[__j] = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        __p_stride_cm,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_m_9,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      __p_stride_cn,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_10,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  );
-                  if <bool as ::kernel_std::__private::device::Int>::and(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_m_9,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_n_10,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_N,
-                    ),
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_c_ptr,
-                      __len_c_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                      3u8,
-                      0u8,
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 64usize
+                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
                     >(
-                      __a,
-                      ::kernel_std::__private::device::load(
-                        (__smem.add(0usize) as *mut f32).add(__f),
-                      ),
-                    )
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  }
-                };
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
+                        );
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
+                        );
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
               },
             );
-          },
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+        }
+      } else {
+        ::core::hint::cold_path();
+        let mut __pi: i64 = 0;
+        while __pi < 2i64 {
+          if __pi < __n {
+            {
+              let __it: i64 = __pi;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __pi as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !({
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  }
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !({
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  }
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_M,
+                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
+                          ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        1,
+                      );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
+                    }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::record_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  )
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  )
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_10,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                            __p_stride_bn,
+                          ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        1,
+                      );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
+                    }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::record_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __pi += 1;
+        }
+        let mut __ci: i64 = 0;
+        let mut __cbu: u32 = 0;
+        let mut __nbu: u32 = 2u32;
+        while __ci < __n {
+          ::kernel_std::__private::device::cp_async_wait_group::<1u32>();
+          ::kernel_std::__private::device::bar_sync();
+          let __cb: usize = __cbu as usize;
+          let __nx: i64 = __ci + 2i64;
+          if __nx < __n {
+            {
+              let __it: i64 = __nx;
+              let k_17: i32 = ((__start as i64) + __it * (__step as i64))
+                as i32;
+              let __buf: usize = __nbu as usize;
+              {
+                let __off0: i64 = a_ptrs_14_off + __it * __st14;
+                let __dst: usize = 0usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[0usize],
+                      );
+                      if __pb0[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !({
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  }
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        __pb0[1usize],
+                      );
+                      if __pb0[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off0,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !({
+                    let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    );
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x4,
+                      __x3,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x4,
+                        __c5,
+                      )
+                  }
+                    && (__inb0
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_a_ptr as usize,
+                        ) as *mut _,
+                        __len_a_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 32usize;
+                            __r * 32usize
+                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_M,
+                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_ak,
+                          ),
+                        ),
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
+                        __p_a_ptr,
+                        __len_a_ptr,
+                        1,
+                      );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
+                    }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::record_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
+                  }
+                }
+              }
+              {
+                let __off1: i64 = b_ptrs_15_off + __it * __st15;
+                let __dst: usize = 4096usize + __buf * 8192usize;
+                let mut __slow: u32 = 0;
+                {
+                  let __c: usize = 0usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[0usize],
+                      );
+                      if __pb1[0usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  )
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 0usize;
+                  }
+                }
+                {
+                  let __c: usize = 1usize * 128usize + __tid;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __g: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    {
+                      let __b: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        __pb1[1usize],
+                      );
+                      if __pb1[1usize]
+                        != <i32 as ::kernel_std::__private::device::Bounds>::lowest()
+                      {
+                        __b
+                      } else {
+                        __b.map_addr(|__a| __a | 1)
+                      }
+                    },
+                    __off1,
+                  );
+                  let __so: usize = __dst
+                    + (({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 64usize;
+                        __r * 64usize
+                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __sf % 8
+                    })) * 2;
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_k_1,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::sub(
+                      __p_K,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        k_17,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                          split_k_2,
+                        ),
+                      ),
+                    ),
+                  )
+                    && (__inb1
+                      || ::kernel_std::__private::device::fits(
+                        __g,
+                        ::kernel_std::__private::device::opaque_usize(
+                          __p_b_ptr as usize,
+                        ) as *mut _,
+                        __len_b_ptr,
+                        8usize,
+                      ))
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr() + __so as u32,
+                      __g as *const u8,
+                    ))
+                  {
+                    __slow |= (1 as u32) << 1usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_k_1,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_17,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                            split_k_2,
+                          ),
+                        ),
+                      ),
+                    );
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_k_1,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_10,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
+                            ),
+                            __p_stride_bn,
+                          ),
+                        ),
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        1,
+                      );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
+                    }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::record_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          {
+            let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize) as u32;
+            let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+              + (0usize + __cb * 8192usize + 4096usize) as u32;
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__ks: usize| {
+                let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__i: usize| {
+                    __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                      __sa
+                        + (({
+                          let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                            + __lane % 16;
+                          __r * 32usize
+                            + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                              * 8)
+                        }) * 2) as u32,
+                    );
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jp: usize| {
+                    let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                      __sb
+                        + (({
+                          let __r: usize = __ks * 16 + __lane % 16;
+                          __r * 64usize
+                            + ((((__warp % 2usize) * 4usize + 2 * __jp + __lane / 16)
+                              ^ ((__r / 1usize) % 8usize)) * 8)
+                        }) * 2) as u32,
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[0], __bq[1]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
+                        );
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                    ::kernel_std::__private::device::unroll::<
+                      2usize,
+                      _,
+                    >(
+                      #[inline(always)]
+                      |__i: usize| {
+                        let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                        let __d = ::kernel_std::__private::device::mma_f16(
+                          __af[__i],
+                          [__bq[2], __bq[3]],
+                          [
+                            accumulator_16[__b],
+                            accumulator_16[__b + 1],
+                            accumulator_16[__b + 2],
+                            accumulator_16[__b + 3],
+                          ],
+                        );
+                        accumulator_16[__b] = __d[0];
+                        accumulator_16[__b + 1] = __d[1];
+                        accumulator_16[__b + 2] = __d[2];
+                        accumulator_16[__b + 3] = __d[3];
+                      },
+                    );
+                  },
+                );
+              },
+            );
+          }
+          __ci += 1;
+          __cbu = if __cbu + 1 == 3u32 { 0 } else { __cbu + 1 };
+          __nbu = if __nbu + 1 == 3u32 { 0 } else { __nbu + 1 };
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      a_ptrs_14_off += __n * __st14;
+      b_ptrs_15_off += __n * __st15;
+    }
+    let mut atomic_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 16usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 64usize
+          + (__warp % 2usize) * 32usize + (((__j) % 16usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          accumulator_16[__j],
         );
-        ::kernel_std::__private::device::bar_sync();
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            atomic_24[__j] = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_m_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_10,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                  3u8,
+                  0u8,
+                >(
+                  __a,
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(0usize) as *mut f32).add(__f),
+                  ),
+                )
+              } else {
+                <f32 as ::core::default::Default>::default()
+              }
+            };
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "matmul_split_k_kernel"))]

@@ -30,350 +30,365 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c7(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut row_ptr_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_input_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_input_row_stride,
-          ),
-        );
-        let mut x_4: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n_cols) as i64,
-                );
-                if __a0
-                  .checked_add(16383i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  16384usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 16384usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                16384usize,
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut row_ptr_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_input_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        row_0,
+        __p_input_row_stride,
+      ),
+    );
+    let mut x_4: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
+            );
+            if __a0
+              .checked_add(16383i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              16384usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 16384usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            16384usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  __p_input_col_stride,
+                ),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    row_ptr_3,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32).wrapping_add((0usize) as i32),
-                      __p_input_col_stride,
+              (::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__p_input_col_stride)
+                .wrapping_mul(1i64)) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                    __p_input_col_stride,
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n_cols) as i64,
+          );
+          if __a0.checked_add(16383i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            16384usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 16384usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            row_ptr_3,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32).wrapping_add((0usize) as i32),
+              __p_input_col_stride,
+            ),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld7_all: [[f32; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let __ld7: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x11 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x12 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c13 = __p_n_cols;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x12,
+                    __x11,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x11,
+                      __c13,
+                    )
+                },
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                ],
+                true,
+              )
+            };
+            __ld7_all[__jc] = __ld7;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let __ld7: [f32; 4usize] = __ld7_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                x_4[__j] = __ld7[__v];
+              },
+            );
+          },
+        );
+      } else {
+        let mut __ld0_all: [[f32; 4usize]; 8usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  !{
+                    let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c6 = __p_n_cols;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x5,
+                      __x4,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x4,
+                        __c6,
+                      )
+                  },
+                  [
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
                     ),
-                  );
-                  (::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(__p_input_col_stride)
-                    .wrapping_mul(1i64)) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      row_ptr_3,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
-                        __p_input_col_stride,
-                      ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    ),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c3 = __p_n_cols;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x2,
+                  __x1,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x2,
+                    __c3,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((::kernel_std::__private::device::cast::<
+                  i32,
+                  i64,
+                >(__p_input_col_stride)
+                  .wrapping_mul(1i64)) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
                       __p_input_ptr,
                       __len_input_ptr,
-                      __eu,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
                     )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[f32; 4usize]; 8usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_3,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_3,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_3,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_3,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    __p_input_col_stride,
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-                      let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                      let __c6 = __p_n_cols;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __c6,
-                        )
-                    },
-                    [
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      ),
-                    ],
-                  )
-                } else if {
-                  let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c3 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x2,
-                    __x1,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x2,
-                      __c3,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(__p_input_col_stride)
-                    .wrapping_mul(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      __p_n_cols,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      __p_n_cols,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      __p_n_cols,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      __p_n_cols,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      )
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_4[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n_cols,
-                  ) {
-                    __ld0[__v]
+                  {
+                    ::kernel_std::__private::device::load(__q0)
                   } else {
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       f64::NEG_INFINITY,
                     )
-                  };
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          x_4 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut x_4 = x_4;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                8usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    31usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  x_4[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_3,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_n_cols,
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
                     )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        f64::NEG_INFINITY,
-                      )
-                    }
-                  };
-                }
-                __jc += 1;
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  },
+                ]
               }
-              x_4
-            },
-          );
-        }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -381,6 +396,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c7(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let __ld0: [f32; 4usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -389,557 +405,682 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c7(
               |__v: usize| {
                 let __j: usize = __jc * 4usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = x_4[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize
-            | ((__warp >> 3u32) & 1) << 3usize;
-          let __f: usize = ((0usize * 512usize + __tid) * 4usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 16usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red7: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (16usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              8u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut shifted_5: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
-                  x_4[__j],
-                  __red7,
-                );
-              },
-            );
-          },
-        );
-        let mut numerator_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  shifted_5[__j],
-                );
-              },
-            );
-          },
-        );
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = numerator_6[__j];
-                let __i: usize = {
-                  const __L: [usize; 32usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize
-            | ((__warp >> 3u32) & 1) << 3usize;
-          let __f: usize = ((0usize * 512usize + __tid) * 4usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 16usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red8: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (16usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              8u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut denominator_7: f32 = __red8;
-        let mut out_ptr_8: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_output_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_output_row_stride,
-          ),
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n_cols) as i64,
-                );
-                if __a0
-                  .checked_add(16383i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  16384usize
+                x_4[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                ) {
+                  __ld0[__v]
                 } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 16384usize as i64) as usize
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                };
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      x_4 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut x_4 = x_4;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                31usize,
+              );
+              let __f: usize = __f0 + __v;
+              x_4[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_input_col_stride,
+                  ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
                 }
               };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                16384usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    out_ptr_8,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      out_ptr_8,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __eu,
-                    )
-                }
+            }
+            __jc += 1;
+          }
+          x_4
+        },
+      );
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = x_4[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
             };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    out_ptr_8,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-                    numerator_6[__j],
-                    denominator_7,
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n_cols,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                8usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    31usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    out_ptr_8,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n_cols,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::div(
-                        numerator_6[__j],
-                        denominator_7,
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize
+        | ((__warp >> 3u32) & 1) << 3usize;
+      let __f: usize = ((0usize * 512usize + __tid) * 4usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 16usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red14: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut shifted_5: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
+              x_4[__j],
+              __red14,
+            );
+          },
+        );
+      },
+    );
+    let mut numerator_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            numerator_6[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              shifted_5[__j],
+            );
+          },
+        );
+      },
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = numerator_6[__j];
+            let __i: usize = {
+              const __L: [usize; 32usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize
+        | ((__warp >> 3u32) & 1) << 3usize;
+      let __f: usize = ((0usize * 512usize + __tid) * 4usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 16usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red15: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut denominator_7: f32 = __red15;
+    let mut out_ptr_8: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_output_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        row_0,
+        __p_output_row_stride,
+      ),
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
+            );
+            if __a0
+              .checked_add(16383i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              16384usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 16384usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            16384usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  out_ptr_8,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n_cols) as i64,
+          );
+          if __a0.checked_add(16383i64).is_none_or(|__z| __z > i32::MAX as i64)
+          {
+            16384usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 16384usize as i64) as usize
+          }
+        }) % 4usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            out_ptr_8,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  out_ptr_8,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
+                  numerator_6[__j],
+                  denominator_7,
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  out_ptr_8,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
+                  numerator_6[__j],
+                  denominator_7,
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 512usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                31usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n_cols,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::div(
+                    numerator_6[__j],
+                    denominator_7,
+                  ),
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "softmax_kernel"))]

@@ -30,617 +30,180 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut row_ptr_1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_input_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        row_0,
+        __p_input_row_stride,
+      ),
+    );
+    let mut out_ptr_2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+      __p_output_ptr,
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        row_0,
+        __p_output_row_stride,
+      ),
+    );
+    let mut m_3: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut row_ptr_1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_input_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_input_row_stride,
-          ),
-        );
-        let mut out_ptr_2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-          __p_output_ptr,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            row_0,
-            __p_output_row_stride,
-          ),
-        );
-        let mut m_3: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          2usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                m_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            m_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+              f64::NEG_INFINITY,
             );
           },
         );
-        let mut s_4: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+      },
+    );
+    let mut s_4: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          2usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                s_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            s_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
             );
           },
         );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_n_cols;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            4096i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_5: i32 = __i;
-            let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            let __vfast: bool = {
-              let mut __ok: bool = true
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_n_cols;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        4096i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_5: i32 = __i;
+        let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let __vfast: bool = {
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_5,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         off_5,
                         (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_n_cols) as i64,
-                    );
-                    if __a0
-                      .checked_add(4095i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      4096usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 4096usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    4096usize,
+                      ),
+                      __p_input_col_stride,
+                    ),
                   );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        row_ptr_1,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add((0usize) as i32),
-                          ),
-                          __p_input_col_stride,
+                  (::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_input_col_stride)
+                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      row_ptr_1,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__eu - 1)) as i32),
                         ),
-                      );
-                      (::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(__p_input_col_stride)
-                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          row_ptr_1,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_5,
-                              (0i32).wrapping_add(((__eu - 1)) as i32),
-                            ),
-                            __p_input_col_stride,
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_input_ptr,
-                          __len_input_ptr,
-                          __eu,
-                        )
-                    }
-                };
-              __ok
+                        __p_input_col_stride,
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __eu,
+                    )
+                }
             };
-            if __vfast {
-              let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                  let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_5,
-                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                        ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c6 = __p_n_cols;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x5,
-                            __x4,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x4,
-                              __c6,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_5,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_5,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c3 = __p_n_cols;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x2,
-                        __x1,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x2,
-                          __c3,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && ((::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(__p_input_col_stride)
-                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld0_all[__jc] = __ld0;
-                },
+          __ok
+        };
+        if __vfast {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_5,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_n_cols) as i64,
               );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                  let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      x_8[__j] = ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_n_cols,
-                        ) {
-                          __ld0[__v]
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              x_8 = ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let mut x_8 = x_8;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    2usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        15usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      x_8[__j] = ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          row_ptr_1,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_5,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_input_col_stride,
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_5,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        }
-                      });
-                    }
-                    __jc += 1;
-                  }
-                  x_8
-                },
-              );
-            }
-            let mut e_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_5,
+                    (0i32).wrapping_add((0usize) as i32),
+                  ),
+                  __p_input_col_stride,
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld7_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -648,6 +211,81 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c13 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x12,
+                        __x11,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x11,
+                          __c13,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                    ],
+                    true,
+                  )
+                };
+                __ld7_all[__jc] = __ld7;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld7: [::kernel_std::__private::device::F16; 8usize] = __ld7_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -656,75 +294,1108 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   |__v: usize| {
                     let __j: usize = __jc * 8usize + __v;
                     let __f: usize = __f0 + __v;
-                    e_9[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                      <f32 as ::kernel_std::__private::device::Num>::neg(
-                        <f32 as ::kernel_std::__private::device::Float>::abs(
-                          <f32 as ::kernel_std::__private::device::Num>::sub(
-                            x_8[__j],
-                            m_3[__j],
-                          ),
-                        ),
+                    x_8[__j] = ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(__ld7[__v]);
+                  },
+                );
+              },
+            );
+          } else {
+            let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                       ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c6 = __p_n_cols;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x5,
+                          __x4,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x4,
+                            __c6,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c3 = __p_n_cols;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x2,
+                      __x1,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x2,
+                        __c3,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && ((::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(__p_input_col_stride)
+                      .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        ),
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                    ]
+                  }
+                };
+                __ld0_all[__jc] = __ld0;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    x_8[__j] = ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_cols,
+                      ) {
+                        __ld0[__v]
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
                     );
                   },
                 );
               },
             );
+          }
+        } else {
+          ::core::hint::cold_path();
+          x_8 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut x_8 = x_8;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                2usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  x_8[__j] = ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F16,
+                    f32,
+                  >({
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      row_ptr_1,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_input_col_stride,
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_cols,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_input_ptr,
+                        __len_input_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      )
+                    }
+                  });
+                }
+                __jc += 1;
+              }
+              x_8
+            },
+          );
+        }
+        let mut e_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
             ::kernel_std::__private::device::unroll::<
-              2usize,
+              8usize,
               _,
             >(
               #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                ::kernel_std::__private::device::unroll::<
-                  8usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__v: usize| {
-                    let __j: usize = __jc * 8usize + __v;
-                    let __f: usize = __f0 + __v;
-                    s_4[__j] = {
-                      let __wa = <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          s_4[__j],
-                          e_9[__j],
-                        ),
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        ),
-                      );
-                      let __wb = <f32 as ::kernel_std::__private::device::Num>::add(
-                        s_4[__j],
-                        {
-                          let __wa = e_9[__j];
-                          let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          );
-                          if <f32 as ::kernel_std::__private::device::Num>::gt(
-                            x_8[__j],
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              f64::NEG_INFINITY,
-                            ),
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        },
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                e_9[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+                  <f32 as ::kernel_std::__private::device::Num>::neg(
+                    <f32 as ::kernel_std::__private::device::Float>::abs(
+                      <f32 as ::kernel_std::__private::device::Num>::sub(
+                        x_8[__j],
+                        m_3[__j],
+                      ),
+                    ),
+                  ),
+                );
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            ::kernel_std::__private::device::unroll::<
+              8usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                s_4[__j] = {
+                  let __wa = <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      s_4[__j],
+                      e_9[__j],
+                    ),
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      1f64,
+                    ),
+                  );
+                  let __wb = <f32 as ::kernel_std::__private::device::Num>::add(
+                    s_4[__j],
+                    {
+                      let __wa = e_9[__j];
+                      let __wb = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
                       );
                       if <f32 as ::kernel_std::__private::device::Num>::gt(
                         x_8[__j],
-                        m_3[__j],
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
                       ) {
                         __wa
                       } else {
                         __wb
                       }
-                    };
-                  },
+                    },
+                  );
+                  if <f32 as ::kernel_std::__private::device::Num>::gt(
+                    x_8[__j],
+                    m_3[__j],
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                };
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            ::kernel_std::__private::device::unroll::<
+              8usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                m_3[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+                  m_3[__j],
+                  x_8[__j],
                 );
+              },
+            );
+          },
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = m_3[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red14: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut row_max_10: f32 = __red14;
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
+              s_4[__j],
+              <f32 as ::kernel_std::__private::device::Float>::exp(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  m_3[__j],
+                  row_max_10,
+                ),
+              ),
+            );
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
+      if __f < 4096usize {
+        let __o: usize = ((__f >> 12u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red15: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    let mut inv_sum_11: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
+      __red15,
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_n_cols;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        4096i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_12: i32 = __i;
+        ::kernel_std::__private::device::bar_sync();
+        let __vfast: bool = {
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add((0usize) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  (::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_input_col_stride)
+                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      row_ptr_1,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_12,
+                          (0i32).wrapping_add(((__eu - 1)) as i32),
+                        ),
+                        __p_input_col_stride,
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    out_ptr_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      out_ptr_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_output_ptr,
+                      __len_output_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          if true
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_n_cols) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                row_ptr_1,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((0usize) as i32),
+                  ),
+                  __p_input_col_stride,
+                ),
+              )) as usize) % 16usize == 0)
+            && (({
+              let (__a0, __b0): (i64, i64) = (
+                (<i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add((0usize) as i32),
+                )) as i64,
+                (__p_n_cols) as i64,
+              );
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            }) % 8usize == 0
+              && ((::kernel_std::__private::device::ptr_add(
+                out_ptr_2,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  off_12,
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              )) as usize) % 16usize == 0)
+          {
+            let mut __ld23_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+              ::core::mem::zeroed()
+            };
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld23: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c29 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x28,
+                        __x27,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x27,
+                          __c29,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      ),
+                    ],
+                    true,
+                  )
+                };
+                __ld23_all[__jc] = __ld23;
               },
             );
             ::kernel_std::__private::device::unroll::<
@@ -734,6 +1405,10 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
               #[inline(always)]
               |__jc: usize| {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+                let mut __sm: [bool; 8usize] = [false; 8usize];
+                let __ld23: [::kernel_std::__private::device::F16; 8usize] = __ld23_all[__jc];
                 ::kernel_std::__private::device::unroll::<
                   8usize,
                   _,
@@ -742,796 +1417,742 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   |__v: usize| {
                     let __j: usize = __jc * 8usize + __v;
                     let __f: usize = __f0 + __v;
-                    m_3[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                      m_3[__j],
-                      x_8[__j],
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      out_ptr_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    __sv[__v] = ::kernel_std::__private::device::cast::<
+                      f32,
+                      ::kernel_std::__private::device::F16,
+                    >(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Float>::exp(
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(__ld23[__v]),
+                            row_max_10,
+                          ),
+                        ),
+                        inv_sum_11,
+                      ),
+                    );
+                    __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_cols,
                     );
                   },
                 );
+                ::kernel_std::__private::device::store_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], __sm[0], __sv, true);
               },
             );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
+          } else {
+            let mut __ld16_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+              ::core::mem::zeroed()
             };
-          }
-        }
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
             ::kernel_std::__private::device::unroll::<
-              8usize,
+              2usize,
               _,
             >(
               #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = m_3[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red7: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut row_max_10: f32 = __red7;
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  s_4[__j],
-                  <f32 as ::kernel_std::__private::device::Float>::exp(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      m_3[__j],
-                      row_max_10,
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let __ld16: [::kernel_std::__private::device::F16; 8usize] = {
+                  let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_input_col_stride,
                     ),
-                  ),
-                );
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 8usize + 0usize);
-          if __f < 4096usize {
-            let __o: usize = ((__f >> 12u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red8: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        let mut inv_sum_11: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-          <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
-          __red8,
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_n_cols;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            4096i64,
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_12: i32 = __i;
-            ::kernel_std::__private::device::bar_sync();
-            let __vfast: bool = {
-              let mut __ok: bool = true
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
-                        off_12,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_n_cols) as i64,
-                    );
-                    if __a0
-                      .checked_add(4095i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      4096usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 4096usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    4096usize,
                   );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        row_ptr_1,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add((0usize) as i32),
-                          ),
-                          __p_input_col_stride,
-                        ),
-                      );
-                      (::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(__p_input_col_stride)
-                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          row_ptr_1,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_12,
-                              (0i32).wrapping_add(((__eu - 1)) as i32),
-                            ),
-                            __p_input_col_stride,
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_input_ptr,
-                          __len_input_ptr,
-                          __eu,
-                        )
-                    }
-                }
-                && {
-                  let __e: usize = {
-                    let (__a0, __b0): (i64, i64) = (
-                      (<i32 as ::kernel_std::__private::device::Num>::add(
+                  let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
-                        (0i32).wrapping_add((0usize) as i32),
-                      )) as i64,
-                      (__p_n_cols) as i64,
-                    );
-                    if __a0
-                      .checked_add(4095i64)
-                      .is_none_or(|__z| __z > i32::MAX as i64)
-                    {
-                      4096usize
-                    } else {
-                      __b0
-                        .saturating_sub(__a0)
-                        .saturating_add(0i64)
-                        .clamp(0, 4096usize as i64) as usize
-                    }
-                  };
-                  let __eu: usize = ::core::cmp::min(
-                    (__e + (8usize - 1)) / 8usize * 8usize,
-                    4096usize,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
                   );
-                  __eu == 0
-                    || {
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        out_ptr_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_input_col_stride,
+                    ),
+                  );
+                  if __vfast {
+                    ::kernel_std::__private::device::load_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(
+                      __q0,
+                      !{
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
-                          (0i32).wrapping_add((0usize) as i32),
-                        ),
-                      );
-                      ((0i64).wrapping_add(1i64)) == 1i64
-                        && (__p0 as usize) % 4 == 0
-                        && (::kernel_std::__private::device::ptr_add(
-                          out_ptr_2,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__eu - 1)) as i32),
-                          ),
-                        ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __eu,
+                          (0i32).wrapping_add(((__f0)) as i32),
+                        );
+                        let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_12,
+                          (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                        );
+                        let __c22 = __p_n_cols;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x21,
+                          __x20,
                         )
-                    }
-                };
-              __ok
-            };
-            if __vfast {
-              let mut __ld9_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                  let __ld9: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x20,
+                            __c22,
+                          )
+                      },
+                      [
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        ),
+                      ],
+                      false,
+                    )
+                  } else if {
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0)) as i32),
+                    );
+                    let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    );
+                    let __c19 = __p_n_cols;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x18,
+                      __x17,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x18,
+                        __c19,
+                      )
+                  } && (__q0 as usize) % 16usize == 0
+                    && ((::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >(__p_input_col_stride)
+                      .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                      && (__q7 as usize) == (__q0 as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __q0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::load_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__q0)
+                  } else {
+                    [
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q0,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q0)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q1,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q1)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q2,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q2)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q3,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q3)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 4usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q4,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q4)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 5usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q5,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q5)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 6usize)) as i32),
                         ),
-                        __p_input_col_stride,
-                      ),
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      row_ptr_1,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q6,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q6)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_12,
                           (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                         ),
-                        __p_input_col_stride,
+                        __p_n_cols,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __q7,
+                          __p_input_ptr,
+                          __len_input_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__q7)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          f64::NEG_INFINITY,
+                        )
+                      },
+                    ]
+                  }
+                };
+                __ld16_all[__jc] = __ld16;
+              },
+            );
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__jc: usize| {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+                let mut __sm: [bool; 8usize] = [false; 8usize];
+                let __ld16: [::kernel_std::__private::device::F16; 8usize] = __ld16_all[__jc];
+                ::kernel_std::__private::device::unroll::<
+                  8usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__v: usize| {
+                    let __j: usize = __jc * 8usize + __v;
+                    let __f: usize = __f0 + __v;
+                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                      out_ptr_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add((__f) as i32),
                       ),
                     );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c15 = __p_n_cols;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x14,
-                            __x13,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x13,
-                              __c15,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
+                    __sv[__v] = ::kernel_std::__private::device::cast::<
+                      f32,
+                      ::kernel_std::__private::device::F16,
+                    >(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Float>::exp(
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_12,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_n_cols,
+                              ) {
+                                __ld16[__v]
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  f64::NEG_INFINITY,
+                                )
+                              },
+                            ),
+                            row_max_10,
                           ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        ),
+                        inv_sum_11,
+                      ),
+                    );
+                    __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
-                        (0i32).wrapping_add(((__f0)) as i32),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_cols,
+                    );
+                  },
+                );
+                if __vfast {
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], true, __sv, false);
+                  } else {
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
                       );
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_12,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
                       );
-                      let __c12 = __p_n_cols;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x11,
-                        __x10,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x11,
-                          __c12,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && ((::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(__p_input_col_stride)
-                        .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                        && (__q7 as usize) == (__q0 as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_input_ptr,
-                        __len_input_ptr,
-                        8usize,
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(4usize),
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(5usize),
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(6usize),
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(7usize),
+                        __sv[7usize],
+                      );
+                    }
+                  }
+                } else {
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                    && (__sp[0] as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __sp[0],
+                      __p_output_ptr,
+                      __len_output_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], __sv);
+                  } else {
+                    if __sm[0usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[0usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
                       )
                     {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_12,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_n_cols,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_input_ptr,
-                            __len_input_ptr,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            f64::NEG_INFINITY,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld9_all[__jc] = __ld9;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                  let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                  let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                  let mut __sm: [bool; 8usize] = [false; 8usize];
-                  let __ld9: [::kernel_std::__private::device::F16; 8usize] = __ld9_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        out_ptr_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_12,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
+                      ::kernel_std::__private::device::store(
+                        __sp[0usize],
+                        __sv[0usize],
                       );
-                      __sv[__v] = ::kernel_std::__private::device::cast::<
+                    }
+                    if __sm[1usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[1usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[1usize],
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[2usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[2usize],
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[3usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[3usize],
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[4usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[4usize],
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[5usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[5usize],
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[6usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[6usize],
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[7usize],
+                        __p_output_ptr,
+                        __len_output_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[7usize],
+                        __sv[7usize],
+                      );
+                    }
+                  }
+                }
+              },
+            );
+          }
+        } else {
+          ::core::hint::cold_path();
+          ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                2usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    out_ptr_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n_cols,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_output_ptr,
+                      __len_output_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
                         f32,
                         ::kernel_std::__private::device::F16,
                       >(
@@ -1541,351 +2162,62 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                               ::kernel_std::__private::device::cast::<
                                 ::kernel_std::__private::device::F16,
                                 f32,
-                              >(
+                              >({
+                                let __a = ::kernel_std::__private::device::ptr_add(
+                                  row_ptr_1,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      off_12,
+                                      (0i32).wrapping_add((__f) as i32),
+                                    ),
+                                    __p_input_col_stride,
+                                  ),
+                                );
                                 if <i32 as ::kernel_std::__private::device::Num>::lt(
                                   <i32 as ::kernel_std::__private::device::Num>::add(
                                     off_12,
                                     (0i32).wrapping_add((__f) as i32),
                                   ),
                                   __p_n_cols,
-                                ) {
-                                  __ld9[__v]
+                                )
+                                  && ::kernel_std::__private::device::in_bounds(
+                                    __a,
+                                    __p_input_ptr,
+                                    __len_input_ptr,
+                                    __fault,
+                                    __tag,
+                                    1u32,
+                                    ::core::line!(),
+                                  )
+                                {
+                                  ::kernel_std::__private::device::load(__a)
                                 } else {
                                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                     f64::NEG_INFINITY,
                                   )
-                                },
-                              ),
+                                }
+                              }),
                               row_max_10,
                             ),
                           ),
                           inv_sum_11,
                         ),
-                      );
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_12,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_n_cols,
-                      );
-                    },
-                  );
-                  if __vfast {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                    {
-                      ::kernel_std::__private::device::store_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], true, __sv);
-                    } else {
-                      if __sm[0usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(0usize),
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(1usize),
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(2usize),
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(3usize),
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(4usize),
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(5usize),
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(6usize),
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(7usize),
-                          __sv[7usize],
-                        );
-                      }
-                    }
-                  } else {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                      && (__sp[0] as usize) % 16usize == 0
-                      && (((0i64).wrapping_add(1i64)) == 1i64
-                        && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[2usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[2usize],
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[3usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[3usize],
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[4usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[4usize],
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[5usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[5usize],
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[6usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[6usize],
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[7usize],
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[7usize],
-                          __sv[7usize],
-                        );
-                      }
-                    }
+                      ),
+                    );
                   }
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    2usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        15usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        out_ptr_2,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_12,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_12,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_n_cols,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_output_ptr,
-                          __len_output_ptr,
-                          __fnote,
-                          0u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __a,
-                          ::kernel_std::__private::device::cast::<
-                            f32,
-                            ::kernel_std::__private::device::F16,
-                          >(
-                            <f32 as ::kernel_std::__private::device::Num>::mul(
-                              <f32 as ::kernel_std::__private::device::Float>::exp(
-                                <f32 as ::kernel_std::__private::device::Num>::sub(
-                                  ::kernel_std::__private::device::cast::<
-                                    ::kernel_std::__private::device::F16,
-                                    f32,
-                                  >({
-                                    let __a = ::kernel_std::__private::device::ptr_add(
-                                      row_ptr_1,
-                                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                                        <i32 as ::kernel_std::__private::device::Num>::add(
-                                          off_12,
-                                          (0i32).wrapping_add((__f) as i32),
-                                        ),
-                                        __p_input_col_stride,
-                                      ),
-                                    );
-                                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                      <i32 as ::kernel_std::__private::device::Num>::add(
-                                        off_12,
-                                        (0i32).wrapping_add((__f) as i32),
-                                      ),
-                                      __p_n_cols,
-                                    )
-                                      && ::kernel_std::__private::device::in_bounds(
-                                        __a,
-                                        __p_input_ptr,
-                                        __len_input_ptr,
-                                        __fnote,
-                                        1u32,
-                                        ::core::line!(),
-                                      )
-                                    {
-                                      ::kernel_std::__private::device::load(__a)
-                                    } else {
-                                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                        f64::NEG_INFINITY,
-                                      )
-                                    }
-                                  }),
-                                  row_max_10,
-                                ),
-                              ),
-                              inv_sum_11,
-                            ),
-                          ),
-                        );
-                      }
-                    }
-                    __jc += 1;
-                  }
-                },
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+                }
+                __jc += 1;
+              }
+            },
+          );
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        ::kernel_std::__private::device::bar_sync();
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "softmax_online_f16_kernel"))]

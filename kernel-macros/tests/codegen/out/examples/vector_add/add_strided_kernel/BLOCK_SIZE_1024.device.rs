@@ -34,49 +34,87 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  (<i32 as ::kernel_std::__private::device::Num>::add(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_output_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  )) as i64,
-                  (__p_n_elements) as i64,
-                );
-                if __a0
-                  .checked_add(1023i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  1024usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 1024usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (4usize - 1)) / 4usize * 4usize,
-                1024usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_output_ptr,
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
+                )
+            }
+        };
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
@@ -84,44 +122,1333 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                           1024i64,
                         ),
                       ),
-                      (0i32).wrapping_add((0usize) as i32),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                     ),
-                  );
-                  ((0i64).wrapping_add(1i64)) == 1i64
-                    && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_output_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
                       ),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __eu,
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            (__q0 as usize) % 4 == 0 && true
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              )
+          }
+            | {
+              let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c2 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x0,
+                  __c2,
+                )
+            })
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            (__q0 as usize) % 4 == 0 && true
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_y_ptr,
+                __len_y_ptr,
+                4usize,
+              )
+          }
+            | {
+              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c5 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      let mut __ld13_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld6: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c12 = __p_n_elements;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x11,
+                    __x10,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x10,
+                      __c12,
                     )
-                }
-            };
+                },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                false,
+              )
+            } else if {
+              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c9 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x8,
+                  __c9,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          let __ld13: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !{
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c19 = __p_n_elements;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x18,
+                    __x17,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __c19,
+                    )
+                },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                false,
+              )
+            } else if {
+              let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c16 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x15,
+                __x14,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x15,
+                  __c16,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_y_ptr,
+                __len_y_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld6_all[__jc] = __ld6;
+          __ld13_all[__jc] = __ld13;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          let __ld13: [f32; 4usize] = __ld13_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                ) {
+                  __ld6[__v]
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                ) {
+                  __ld13[__v]
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_n_elements,
+              );
+            },
+          );
+          if __vfast {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv, false);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             2usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_n_elements,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_x_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::div(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_0,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    1024i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_n_cols,
+                            ),
+                            __p_stride_xr,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  1024i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_n_cols,
+                          ),
+                          __p_stride_xc,
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_0,
@@ -129,34 +1456,62 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                               1024i64,
                             ),
                           ),
-                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                          (0i32).wrapping_add((__f) as i32),
                         ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
+                        __p_n_elements,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_y_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::div(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_0,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    1024i64,
+                                  ),
+                                ),
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_n_cols,
+                            ),
+                            __p_stride_yr,
                           ),
                         ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::rem(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                pid_0,
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  1024i64,
+                                ),
+                              ),
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_n_cols,
+                          ),
+                          __p_stride_yc,
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_0,
@@ -164,1391 +1519,34 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                               1024i64,
                             ),
                           ),
-                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                          (0i32).wrapping_add((__f) as i32),
                         ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
+                        __p_n_elements,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_y_ptr,
+                          __len_y_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (__q1 as usize) == (__q0 as usize) + 4usize
-                  && (__q2 as usize) == (__q0 as usize) + 8usize
-                  && (__q3 as usize) == (__q0 as usize) + 12usize
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
               }
-                | {
-                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c2 = __p_n_elements;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x0,
-                      __c2,
-                    )
-                })
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (__q1 as usize) == (__q0 as usize) + 4usize
-                  && (__q2 as usize) == (__q0 as usize) + 8usize
-                  && (__q3 as usize) == (__q0 as usize) + 12usize
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    4usize,
-                  )
-              }
-                | {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c5 = __p_n_elements;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __c5,
-                    )
-                });
+            }
             __jc += 1;
           }
-          __ok
-        };
-        if __vfast {
-          let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld13_all: [[f32; 4usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld6: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_xr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_xc,
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c12 = __p_n_elements;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x11,
-                        __x10,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x10,
-                          __c12,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c9 = __p_n_elements;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (__q1 as usize) == (__q0 as usize) + 4usize
-                  && (__q2 as usize) == (__q0 as usize) + 8usize
-                  && (__q3 as usize) == (__q0 as usize) + 12usize
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              let __ld13: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            pid_0,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              1024i64,
-                            ),
-                          ),
-                          (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                        ),
-                        __p_n_cols,
-                      ),
-                      __p_stride_yr,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
-                    __p_stride_yc,
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c19 = __p_n_elements;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x18,
-                        __x17,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x17,
-                          __c19,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c16 = __p_n_elements;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x15,
-                    __x14,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x15,
-                      __c16,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (__q1 as usize) == (__q0 as usize) + 4usize
-                  && (__q2 as usize) == (__q0 as usize) + 8usize
-                  && (__q3 as usize) == (__q0 as usize) + 12usize
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld6_all[__jc] = __ld6;
-              __ld13_all[__jc] = __ld13;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-              let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-              let mut __sm: [bool; 4usize] = [false; 4usize];
-              let __ld6: [f32; 4usize] = __ld6_all[__jc];
-              let __ld13: [f32; 4usize] = __ld13_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_output_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n_elements,
-                    ) {
-                      __ld6[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          pid_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n_elements,
-                    ) {
-                      __ld13[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize]
-                {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    4usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(2usize),
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(3usize),
-                      __sv[3usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                  && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                  if __sm[2usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[2usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[2usize],
-                      __sv[2usize],
-                    );
-                  }
-                  if __sm[3usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[3usize],
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[3usize],
-                      __sv[3usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_output_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_output_ptr,
-                      __len_output_ptr,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_x_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::div(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_0,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        1024i64,
-                                      ),
-                                    ),
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_n_cols,
-                                ),
-                                __p_stride_xr,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_0,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      1024i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_n_cols,
-                              ),
-                              __p_stride_xc,
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  1024i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n_elements,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_x_ptr,
-                              __len_x_ptr,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::core::default::Default>::default()
-                          }
-                        },
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_y_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::div(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      pid_0,
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        1024i64,
-                                      ),
-                                    ),
-                                    (0i32).wrapping_add((__f) as i32),
-                                  ),
-                                  __p_n_cols,
-                                ),
-                                __p_stride_yr,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_0,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      1024i64,
-                                    ),
-                                  ),
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_n_cols,
-                              ),
-                              __p_stride_yc,
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                pid_0,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  1024i64,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n_elements,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_y_ptr,
-                              __len_y_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::core::default::Default>::default()
-                          }
-                        },
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "add_strided_kernel"))]

@@ -43,498 +43,500 @@ pub unsafe extern "ptx-kernel" fn atomic_extrema_bits__B_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              v_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                }
-              };
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
             }
-          },
-        );
-        let mut b_3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              b_3[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_bits,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_bits,
-                    __len_bits,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  (0i32)
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_4[__j] = {
-                let __a = __p_fmax;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_fmax,
-                    __len_fmax,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  <f32 as ::kernel_std::__private::device::AtomicElem>::max::<
-                    3u8,
-                    0u8,
-                  >(__a, v_2[__j])
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_5: [::kernel_std::__private::device::F16; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_5[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_hmin,
-                  (0i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_hmin,
-                    __len_hmin,
-                    __fnote,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::AtomicElem>::min::<
-                    1u8,
-                    1u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      f32,
-                      ::kernel_std::__private::device::F16,
-                    >(v_2[__j]),
-                  )
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_6: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_6[__j] = {
-                let __a = __p_imax;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_imax,
-                    __len_imax,
-                    __fnote,
-                    4u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i32 as ::kernel_std::__private::device::AtomicElem>::max::<
-                    3u8,
-                    0u8,
-                  >(__a, b_3[__j])
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_7: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_7[__j] = {
-                let __a = __p_umin;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_umin,
-                    __len_umin,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  )
-                {
-                  <u32 as ::kernel_std::__private::device::AtomicElem>::min::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<i32, u32>(b_3[__j]),
-                  )
-                } else {
-                  <u32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_8: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_8[__j] = {
-                let __a = __p_lmax;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_lmax,
-                    __len_lmax,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i64 as ::kernel_std::__private::device::AtomicElem>::max::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    <i64 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::cast::<i32, i64>(b_3[__j]),
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >(
-                        <i32 as ::kernel_std::__private::device::Num>::neg((3i32)),
-                      ),
-                    ),
-                  )
-                } else {
-                  <i64 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_9[__j] = {
-                let __a = __p_ors;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_ors,
-                    __len_ors,
-                    __fnote,
-                    7u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i32 as ::kernel_std::__private::device::AtomicInt>::or::<
-                    3u8,
-                    0u8,
-                  >(__a, b_3[__j])
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_10: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_10[__j] = {
-                let __a = __p_ands;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_ands,
-                    __len_ands,
-                    __fnote,
-                    8u32,
-                    ::core::line!(),
-                  )
-                {
-                  <u32 as ::kernel_std::__private::device::AtomicInt>::and::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    <u32 as ::kernel_std::__private::device::Int>::or(
-                      ::kernel_std::__private::device::cast::<i32, u32>(b_3[__j]),
-                      <u32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1i64,
-                      ),
-                    ),
-                  )
-                } else {
-                  <u32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_11: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              atomic_11[__j] = {
-                let __a = __p_xors;
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_xors,
-                    __len_xors,
-                    __fnote,
-                    9u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i64 as ::kernel_std::__private::device::AtomicInt>::xor::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<i32, i64>(b_3[__j]),
-                  )
-                } else {
-                  <i64 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
+          };
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    let mut b_3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          b_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_bits,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_bits,
+                __len_bits,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              (0i32)
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_4[__j] = {
+            let __a = __p_fmax;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_fmax,
+                __len_fmax,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              <f32 as ::kernel_std::__private::device::AtomicElem>::max::<
+                3u8,
+                0u8,
+              >(__a, v_2[__j])
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_5: [::kernel_std::__private::device::F16; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_5[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_hmin,
+              (0i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_hmin,
+                __len_hmin,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::AtomicElem>::min::<
+                1u8,
+                1u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(v_2[__j]),
+              )
+            } else {
+              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_6: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_6[__j] = {
+            let __a = __p_imax;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_imax,
+                __len_imax,
+                __fault,
+                __tag,
+                4u32,
+                ::core::line!(),
+              )
+            {
+              <i32 as ::kernel_std::__private::device::AtomicElem>::max::<
+                3u8,
+                0u8,
+              >(__a, b_3[__j])
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_7: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_7[__j] = {
+            let __a = __p_umin;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_umin,
+                __len_umin,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              )
+            {
+              <u32 as ::kernel_std::__private::device::AtomicElem>::min::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<i32, u32>(b_3[__j]),
+              )
+            } else {
+              <u32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_8: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_8[__j] = {
+            let __a = __p_lmax;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_lmax,
+                __len_lmax,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              )
+            {
+              <i64 as ::kernel_std::__private::device::AtomicElem>::max::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                <i64 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::cast::<i32, i64>(b_3[__j]),
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(
+                    <i32 as ::kernel_std::__private::device::Num>::neg((3i32)),
+                  ),
+                ),
+              )
+            } else {
+              <i64 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_9[__j] = {
+            let __a = __p_ors;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_ors,
+                __len_ors,
+                __fault,
+                __tag,
+                7u32,
+                ::core::line!(),
+              )
+            {
+              <i32 as ::kernel_std::__private::device::AtomicInt>::or::<
+                3u8,
+                0u8,
+              >(__a, b_3[__j])
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_10: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_10[__j] = {
+            let __a = __p_ands;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_ands,
+                __len_ands,
+                __fault,
+                __tag,
+                8u32,
+                ::core::line!(),
+              )
+            {
+              <u32 as ::kernel_std::__private::device::AtomicInt>::and::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                <u32 as ::kernel_std::__private::device::Int>::or(
+                  ::kernel_std::__private::device::cast::<i32, u32>(b_3[__j]),
+                  <u32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
+                  ),
+                ),
+              )
+            } else {
+              <u32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_11: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          atomic_11[__j] = {
+            let __a = __p_xors;
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_xors,
+                __len_xors,
+                __fault,
+                __tag,
+                9u32,
+                ::core::line!(),
+              )
+            {
+              <i64 as ::kernel_std::__private::device::AtomicInt>::xor::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<i32, i64>(b_3[__j]),
+              )
+            } else {
+              <i64 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "atomic_extrema_bits"))]

@@ -41,23 +41,326 @@ pub unsafe extern "ptx-kernel" fn atomic_sums__B_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              v_2[__j] = {
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_s32,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_s32,
+                __len_s32,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(__a, v_2[__j])
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_5: [f64; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_5[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_s64,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_s64,
+                __len_s64,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              <f64 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<f32, f64>(v_2[__j]),
+              )
+            } else {
+              <f64 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_6[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_s16,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_s16,
+                __len_s16,
+                __fault,
+                __tag,
+                4u32,
+                ::core::line!(),
+              )
+            {
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(v_2[__j]),
+              )
+            } else {
+              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_7: [::kernel_std::__private::device::BF16; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_7[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_sb16,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_sb16,
+                __len_sb16,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              )
+            {
+              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::AtomicElem>::add::<
+                0u8,
+                0u8,
+              >(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::BF16,
+                >(v_2[__j]),
+              )
+            } else {
+              <::kernel_std::__private::device::BF16 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_8: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_8[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_hist,
+              {
                 let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
+                  __p_bins,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -82,476 +385,174 @@ pub unsafe extern "ptx-kernel" fn atomic_sums__B_64(
                 )
                   && ::kernel_std::__private::device::in_bounds(
                     __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
+                    __p_bins,
+                    __len_bins,
+                    __fault,
+                    __tag,
+                    1u32,
                     ::core::line!(),
                   )
                 {
                   ::kernel_std::__private::device::load(__a)
                 } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
+                  (0i32)
                 }
-              };
+              },
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_hist,
+                __len_hist,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              )
+            {
+              <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(__a, (1i32))
+            } else {
+              <i32 as ::core::default::Default>::default()
             }
-          },
-        );
-        let mut atomic_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_s32,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_s32,
-                    __len_s32,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  <f32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(__a, v_2[__j])
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_5: [f64; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_5[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_s64,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_s64,
-                    __len_s64,
-                    __fnote,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  <f64 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<f32, f64>(v_2[__j]),
-                  )
-                } else {
-                  <f64 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_6[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_s16,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_s16,
-                    __len_s16,
-                    __fnote,
-                    4u32,
-                    ::core::line!(),
-                  )
-                {
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      f32,
-                      ::kernel_std::__private::device::F16,
-                    >(v_2[__j]),
-                  )
-                } else {
-                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_7: [::kernel_std::__private::device::BF16; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_7[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_sb16,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_sb16,
-                    __len_sb16,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  )
-                {
-                  <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    0u8,
-                    0u8,
-                  >(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      f32,
-                      ::kernel_std::__private::device::BF16,
-                    >(v_2[__j]),
-                  )
-                } else {
-                  <::kernel_std::__private::device::BF16 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_8: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_8[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_hist,
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_bins,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_bins,
-                        __len_bins,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      (0i32)
-                    }
-                  },
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_hist,
-                    __len_hist,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(__a, (1i32))
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_9: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_9[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_cu,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_cu,
-                    __len_cu,
-                    __fnote,
-                    7u32,
-                    ::core::line!(),
-                  )
-                {
-                  <u32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    2u8,
-                    2u8,
-                  >(
-                    __a,
-                    <u32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1i64,
-                    ),
-                  )
-                } else {
-                  <u32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut atomic_10: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              atomic_10[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_cl,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    (4i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_cl,
-                    __len_cl,
-                    __fnote,
-                    8u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i64 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(__a, (3i64))
-                } else {
-                  <i64 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
+          };
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    let mut atomic_9: [u32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_9[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_cu,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_cu,
+                __len_cu,
+                __fault,
+                __tag,
+                7u32,
+                ::core::line!(),
+              )
+            {
+              <u32 as ::kernel_std::__private::device::AtomicElem>::add::<
+                2u8,
+                2u8,
+              >(
+                __a,
+                <u32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                ),
+              )
+            } else {
+              <u32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut atomic_10: [i64; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          atomic_10[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_cl,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                (4i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_cl,
+                __len_cl,
+                __fault,
+                __tag,
+                8u32,
+                ::core::line!(),
+              )
+            {
+              <i64 as ::kernel_std::__private::device::AtomicElem>::add::<
+                3u8,
+                0u8,
+              >(__a, (3i64))
+            } else {
+              <i64 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "atomic_sums"))]

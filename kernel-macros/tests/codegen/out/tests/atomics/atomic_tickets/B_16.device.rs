@@ -38,23 +38,84 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = __p_counter;
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_counter,
+            __len_counter,
+            __fault,
+            __tag,
+            0u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
+            3u8,
+            0u8,
+          >(__a, (1i32))
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_1: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut t_2: i32 = atomic_1;
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_tickets, pid_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_tickets,
+          __len_tickets,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, t_2);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = __p_counter;
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          atomic_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_lane_counter,
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                (0i32).wrapping_add((__f) as i32),
+                (2i32),
+              ),
+            );
             if true
               && ::kernel_std::__private::device::in_bounds(
                 __a,
-                __p_counter,
-                __len_counter,
-                __fnote,
-                0u32,
+                __p_lane_counter,
+                __len_lane_counter,
+                __fault,
+                __tag,
+                1u32,
                 ::core::line!(),
               )
             {
@@ -66,237 +127,158 @@ pub unsafe extern "ptx-kernel" fn atomic_tickets__B_16(
               <i32 as ::core::default::Default>::default()
             }
           };
-          ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
-          );
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_1: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut t_2: i32 = atomic_1;
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
-              __p_tickets,
-              pid_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_tickets,
-              __len_tickets,
-              __fnote,
-              2u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, t_2);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              atomic_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_lane_counter,
-                  <i32 as ::kernel_std::__private::device::Num>::rem(
-                    (0i32).wrapping_add((__f) as i32),
-                    (2i32),
+              ::kernel_std::__private::device::ptr_add(
+                __p_lane_tickets,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
                   ),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_lane_counter,
-                    __len_lane_counter,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  <i32 as ::kernel_std::__private::device::AtomicElem>::add::<
-                    3u8,
-                    0u8,
-                  >(__a, (1i32))
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_lane_tickets,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lane_tickets,
-                  __len_lane_tickets,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, atomic_4[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_claims,
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                pid_0,
-                (4i32),
+                ),
               ),
-            );
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_claims,
-                __len_claims,
-                __fnote,
-                4u32,
-                ::core::line!(),
-              )
-            {
-              <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
-                3u8,
-                0u8,
-              >(
-                __a,
-                (0i32),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  pid_0,
-                  (1i32),
-                ),
-              )
-            } else {
-              <i32 as ::core::default::Default>::default()
-            }
-          };
-          ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_6: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_seen,
-              pid_0,
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
-              __p_seen,
-              __len_seen,
-              __fnote,
-              5u32,
+              __p_lane_tickets,
+              __len_lane_tickets,
+              __fault,
+              __tag,
+              3u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, atomic_6);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = __p_last;
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_last,
-                __len_last,
-                __fnote,
-                6u32,
-                ::core::line!(),
-              )
-            {
-              <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                3u8,
-                0u8,
-              >(
-                __a,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  pid_0,
-                  (1i32),
-                ),
-              )
-            } else {
-              <i32 as ::core::default::Default>::default()
-            }
-          };
-          ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_7: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_swapped,
-              pid_0,
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_swapped,
-              __len_swapped,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, atomic_7);
+              ::kernel_std::__private::device::store(__a, atomic_4[__j]);
             }
           }
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          __p_claims,
+          <i32 as ::kernel_std::__private::device::Num>::rem(pid_0, (4i32)),
+        );
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_claims,
+            __len_claims,
+            __fault,
+            __tag,
+            4u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
+            3u8,
+            0u8,
+          >(
+            __a,
+            (0i32),
+            <i32 as ::kernel_std::__private::device::Num>::add(pid_0, (1i32)),
+          )
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_6: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_seen, pid_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_seen,
+          __len_seen,
+          __fault,
+          __tag,
+          5u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, atomic_6);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = __p_last;
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_last,
+            __len_last,
+            __fault,
+            __tag,
+            6u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+            3u8,
+            0u8,
+          >(
+            __a,
+            <i32 as ::kernel_std::__private::device::Num>::add(pid_0, (1i32)),
+          )
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_7: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_swapped, pid_0);
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_swapped,
+          __len_swapped,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, atomic_7);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "atomic_tickets"))]

@@ -31,272 +31,269 @@ pub unsafe extern "ptx-kernel" fn locked_accumulate__B_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut v_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut v_3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              v_3[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_0,
-                      __p_n,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
                   __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        loop {
-          ::kernel_std::__private::device::bar_sync();
-          if __tid == 0 {
-            let __old: i32 = {
-              let __a = __p_lock;
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lock,
-                  __len_lock,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
-                  3u8,
-                  0u8,
-                >(__a, (0i32), (1i32))
-              } else {
-                <i32 as ::core::default::Default>::default()
-              }
-            };
-            ::kernel_std::__private::device::store(
-              __smem.add(0usize) as *mut i32,
-              __old,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
             );
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let mut atomic_4: i32 = ::kernel_std::__private::device::load(
-            __smem.add(0usize) as *mut i32,
-          );
-          ::kernel_std::__private::device::bar_sync();
-          let mut while_cond_5: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
-            atomic_4,
-            (1i32),
-          );
-          if !while_cond_5 {
-            break;
-          }
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
         }
-        let mut c_6: i32 = {
-          let __a = __p_count;
+      },
+    );
+    loop {
+      ::kernel_std::__private::device::bar_sync();
+      if __tid == 0 {
+        let __old: i32 = {
+          let __a = __p_lock;
           if true
             && ::kernel_std::__private::device::in_bounds(
               __a,
-              __p_count,
-              __len_count,
-              __fnote,
-              3u32,
+              __p_lock,
+              __len_lock,
+              __fault,
+              __tag,
+              2u32,
               ::core::line!(),
             )
           {
-            ::kernel_std::__private::device::load(__a)
+            <i32 as ::kernel_std::__private::device::AtomicElem>::cas::<
+              3u8,
+              0u8,
+            >(__a, (0i32), (1i32))
           } else {
             <i32 as ::core::default::Default>::default()
           }
         };
-        if <i32 as ::kernel_std::__private::device::Num>::eq(c_6, (0i32)) {
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                ) {
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_acc,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_acc,
-                      __len_acc,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    ) {
-                      ::kernel_std::__private::device::store(__a, v_3[__j]);
-                    }
-                  }
-                }
-              }
-            },
-          );
-          ::kernel_std::__private::device::bar_sync();
-        } else {
-          ::kernel_std::__private::device::bar_sync();
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                ) {
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_acc,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_acc,
-                      __len_acc,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    ) {
-                      ::kernel_std::__private::device::store(
-                        __a,
-                        <f32 as ::kernel_std::__private::device::Num>::add(
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              __p_acc,
-                              (0i32).wrapping_add((__f) as i32),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              (0i32).wrapping_add((__f) as i32),
-                              __p_n,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_acc,
-                                __len_acc,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                          v_3[__j],
-                        ),
-                      );
-                    }
-                  }
-                }
-              }
-            },
-          );
-          ::kernel_std::__private::device::bar_sync();
-        }
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_count;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_count,
-              __len_count,
-              __fnote,
-              3u32,
-              ::core::line!(),
+        ::kernel_std::__private::device::store(
+          __smem.add(0usize) as *mut i32,
+          __old,
+        );
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let mut atomic_4: i32 = ::kernel_std::__private::device::load(
+        __smem.add(0usize) as *mut i32,
+      );
+      ::kernel_std::__private::device::bar_sync();
+      let mut while_cond_5: bool = <i32 as ::kernel_std::__private::device::Num>::eq(
+        atomic_4,
+        (1i32),
+      );
+      if !while_cond_5 {
+        break;
+      }
+    }
+    let mut c_6: i32 = {
+      let __a = __p_count;
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_count,
+          __len_count,
+          __fault,
+          __tag,
+          3u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <i32 as ::core::default::Default>::default()
+      }
+    };
+    if <i32 as ::kernel_std::__private::device::Num>::eq(c_6, (0i32)) {
+      ::kernel_std::__private::device::bar_sync();
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
             ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  c_6,
-                  (1i32),
-                ),
-              );
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_acc,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_acc,
+                  __len_acc,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                ) {
+                  ::kernel_std::__private::device::store(__a, v_3[__j]);
+                }
+              }
             }
           }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          let __old: i32 = {
-            let __a = __p_lock;
-            if true
-              && ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_lock,
-                __len_lock,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
-                3u8,
-                0u8,
-              >(__a, (0i32))
-            } else {
-              <i32 as ::core::default::Default>::default()
+        },
+      );
+      ::kernel_std::__private::device::bar_sync();
+    } else {
+      ::kernel_std::__private::device::bar_sync();
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            ) {
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_acc,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_acc,
+                  __len_acc,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                ) {
+                  ::kernel_std::__private::device::store(
+                    __a,
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_acc,
+                          (0i32).wrapping_add((__f) as i32),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32).wrapping_add((__f) as i32),
+                          __p_n,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_acc,
+                            __len_acc,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                      v_3[__j],
+                    ),
+                  );
+                }
+              }
             }
-          };
+          }
+        },
+      );
+      ::kernel_std::__private::device::bar_sync();
+    }
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_count;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_count,
+          __len_count,
+          __fault,
+          __tag,
+          3u32,
+          ::core::line!(),
+        ) {
           ::kernel_std::__private::device::store(
-            __smem.add(0usize) as *mut i32,
-            __old,
+            __a,
+            <i32 as ::kernel_std::__private::device::Num>::add(c_6, (1i32)),
           );
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut atomic_7: i32 = ::kernel_std::__private::device::load(
-          __smem.add(0usize) as *mut i32,
-        );
-        ::kernel_std::__private::device::bar_sync();
-      },
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      let __old: i32 = {
+        let __a = __p_lock;
+        if true
+          && ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_lock,
+            __len_lock,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          )
+        {
+          <i32 as ::kernel_std::__private::device::AtomicElem>::xchg::<
+            3u8,
+            0u8,
+          >(__a, (0i32))
+        } else {
+          <i32 as ::core::default::Default>::default()
+        }
+      };
+      ::kernel_std::__private::device::store(
+        __smem.add(0usize) as *mut i32,
+        __old,
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut atomic_7: i32 = ::kernel_std::__private::device::load(
+      __smem.add(0usize) as *mut i32,
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "locked_accumulate"))]

@@ -28,127 +28,123 @@ pub unsafe extern "ptx-kernel" fn barrier_exchange__B_128(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if true
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <i32 as ::core::default::Default>::default()
-                        }
-                      },
-                      (1i32),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out2,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out2,
-                  __len_out2,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if true
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
                     {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_out,
-                        <i32 as ::kernel_std::__private::device::Num>::rem(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            (0i32).wrapping_add((__f) as i32),
-                            (1i32),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                      );
-                      if true
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_out,
-                          __len_out,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <i32 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                }
-              }
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <i32 as ::core::default::Default>::default()
+                    }
+                  },
+                  (1i32),
+                ),
+              );
             }
-          },
-        );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out2,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out2,
+              __len_out2,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        (0i32).wrapping_add((__f) as i32),
+                        (1i32),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                  );
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_out,
+                      __len_out,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <i32 as ::core::default::Default>::default()
+                  }
+                },
+              );
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "barrier_exchange"))]

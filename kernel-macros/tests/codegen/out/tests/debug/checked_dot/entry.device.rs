@@ -29,281 +29,29 @@ pub unsafe extern "ptx-kernel" fn checked_dot(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __dot0: [f32; 2usize] = [0.0f32; 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __dot0: [f32; 2usize] = [0.0f32; 2usize];
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          (16i32),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(512usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 16usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          (16i32),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __row = __f / 16usize;
-                let __col = __f % 16usize;
-                let __pa = (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__row * 16usize);
-                let __pb = (__smem.add(512usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__col);
-                let mut __s: f32 = 0.0f32;
-                for __k in 0..16usize {
-                  let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(__pa.add(__k)),
-                  );
-                  let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(
-                      __pb.add(__k * 16usize),
-                    ),
-                  );
-                  __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-                }
-                __dot0[__j] = __s;
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut acc_2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                acc_2[__j] = __dot0[__j];
-              },
-            );
-          },
-        );
-        {
-          let mut __af: u32 = u32::MAX;
-          let mut __av: [u64; 2] = [0u64; 2];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  if __af == u32::MAX
-                    && !(<f32 as ::kernel_std::__private::device::Num>::lt(
-                      acc_2[__j],
-                      __p_limit,
-                    ))
-                  {
-                    __af = __f as u32;
-                    __av = [
-                      ::kernel_std::__private::device::AssertBits::assert_bits(
-                        acc_2[__j],
-                      ),
-                      ::kernel_std::__private::device::AssertBits::assert_bits(
-                        __p_limit,
-                      ),
-                    ];
-                  }
-                },
-              );
-            },
-          );
-          if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
-            let __first: u32 = ::kernel_std::__private::device::block_min_u32(
-              __af,
-              0usize,
-            );
-            if __af != u32::MAX && __af == __first {
-              ::kernel_std::__private::device::report_assert(
-                __fault,
-                __tag,
-                ::core::line!(),
-                ::core::column!(),
-                __af as u64,
-                131586u32,
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as u32),
-                  (::kernel_std::__private::device::program_id(1u32) as u32),
-                  (::kernel_std::__private::device::program_id(2u32) as u32),
-                ],
-                __av,
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_c,
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_a,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
@@ -324,62 +72,312 @@ pub unsafe extern "ptx-kernel" fn checked_dot(
                       ),
                   ),
                 );
-                __sv[__v] = acc_2[__j];
-                __sm[__v] = true;
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
               },
             );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c,
-                __len_c,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(512usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      (16i32),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __row = __f / 16usize;
+            let __col = __f % 16usize;
+            let __pa = (__smem.add(0usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__row * 16usize);
+            let __pb = (__smem.add(512usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__col);
+            let mut __s: f32 = 0.0f32;
+            for __k in 0..::kernel_std::__private::device::opaque_usize(
+              16usize,
+            ) {
+              let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(__pa.add(__k)),
+              );
+              let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(
+                  __pb.add(__k * 16usize),
+                ),
+              );
+              __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+            }
+            __dot0[__j] = __s;
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut acc_2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            acc_2[__j] = __dot0[__j];
+          },
+        );
+      },
+    );
+    {
+      let mut __af: u32 = u32::MAX;
+      let mut __av: [u64; 2] = [0u64; 2];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 2usize + __v;
+              let __f: usize = __f0 + __v;
+              if __af == u32::MAX
+                && !(<f32 as ::kernel_std::__private::device::Num>::lt(
+                  acc_2[__j],
+                  __p_limit,
+                ))
+              {
+                __af = __f as u32;
+                __av = [
+                  ::kernel_std::__private::device::AssertBits::assert_bits(
+                    acc_2[__j],
+                  ),
+                  ::kernel_std::__private::device::AssertBits::assert_bits(
+                    __p_limit,
+                  ),
+                ];
+              }
+            },
+          );
+        },
+      );
+      if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
+        let __first: u32 = ::kernel_std::__private::device::block_min_u32(
+          __af,
+          0usize,
+        );
+        if __af != u32::MAX && __af == __first {
+          ::kernel_std::__private::device::report_assert(
+            __fault,
+            __tag,
+            ::core::line!(),
+            ::core::column!(),
+            __af as u64,
+            131586u32,
+            [
+              (::kernel_std::__private::device::program_id(0u32) as u32),
+              (::kernel_std::__private::device::program_id(1u32) as u32),
+              (::kernel_std::__private::device::program_id(2u32) as u32),
+            ],
+            __av,
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  (16i32),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = acc_2[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c,
+            __len_c,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "checked_dot"))]

@@ -28,32 +28,126 @@ pub unsafe extern "ptx-kernel" fn checked_double__B_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    if !(<i32 as ::kernel_std::__private::device::Num>::ge(__p_n, (0i32)))
+      && __tid == 0
+    {
+      let (__af, __av): (u32, [u64; 2]) = (
+        0,
+        [
+          ::kernel_std::__private::device::AssertBits::assert_bits(__p_n),
+          ::kernel_std::__private::device::AssertBits::assert_bits((0i32)),
+        ],
+      );
+      ::kernel_std::__private::device::report_assert(
+        __fault,
+        __tag,
+        ::core::line!(),
+        ::core::column!(),
+        __af as u64,
+        2147746818u32,
+        [
+          (::kernel_std::__private::device::program_id(0u32) as u32),
+          (::kernel_std::__private::device::program_id(1u32) as u32),
+          (::kernel_std::__private::device::program_id(2u32) as u32),
+        ],
+        __av,
+      );
+    }
+    let mut v_2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        if !(<i32 as ::kernel_std::__private::device::Num>::ge(__p_n, (0i32)))
-          && __tid == 0
-        {
-          let (__af, __av): (u32, [u64; 2]) = (
-            0,
-            [
-              ::kernel_std::__private::device::AssertBits::assert_bits(
-                __p_n,
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
               ),
-              ::kernel_std::__private::device::AssertBits::assert_bits(
-                (0i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
               ),
-            ],
-          );
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    {
+      let mut __af: u32 = u32::MAX;
+      let mut __av: [u64; 2] = [0u64; 2];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if __af == u32::MAX
+              && !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                v_2[__j],
+                __p_limit,
+              ))
+            {
+              __af = __f as u32;
+              __av = [
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  v_2[__j],
+                ),
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  __p_limit,
+                ),
+              ];
+            }
+          }
+        },
+      );
+      if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
+        let __first: u32 = ::kernel_std::__private::device::block_min_u32(
+          __af,
+          0usize,
+        );
+        if __af != u32::MAX && __af == __first {
           ::kernel_std::__private::device::report_assert(
             __fault,
             __tag,
             ::core::line!(),
             ::core::column!(),
             __af as u64,
-            2147746818u32,
+            263170u32,
             [
               (::kernel_std::__private::device::program_id(0u32) as u32),
               (::kernel_std::__private::device::program_id(1u32) as u32),
@@ -62,120 +156,32 @@ pub unsafe extern "ptx-kernel" fn checked_double__B_64(
             __av,
           );
         }
-        let mut v_2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              v_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        {
-          let mut __af: u32 = u32::MAX;
-          let mut __av: [u64; 2] = [0u64; 2];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                if __af == u32::MAX
-                  && !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    v_2[__j],
-                    __p_limit,
-                  ))
-                {
-                  __af = __f as u32;
-                  __av = [
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      v_2[__j],
-                    ),
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      __p_limit,
-                    ),
-                  ];
-                }
-              }
-            },
-          );
-          if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
-            let __first: u32 = ::kernel_std::__private::device::block_min_u32(
-              __af,
-              0usize,
-            );
-            if __af != u32::MAX && __af == __first {
-              ::kernel_std::__private::device::report_assert(
-                __fault,
-                __tag,
-                ::core::line!(),
-                ::core::column!(),
-                __af as u64,
-                263170u32,
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as u32),
-                  (::kernel_std::__private::device::program_id(1u32) as u32),
-                  (::kernel_std::__private::device::program_id(2u32) as u32),
-                ],
-                __av,
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(0u32),
@@ -185,45 +191,29 @@ pub unsafe extern "ptx-kernel" fn checked_double__B_64(
                   ),
                   (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n,
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
               ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_out,
-                    __len_out,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        v_2[__j],
-                        (2i32),
-                      ),
-                    );
-                  }
-                }
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    v_2[__j],
+                    (2i32),
+                  ),
+                );
               }
             }
-          },
-        );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "checked_double"))]

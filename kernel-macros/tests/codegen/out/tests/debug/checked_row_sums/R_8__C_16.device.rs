@@ -26,311 +26,303 @@ pub unsafe extern "ptx-kernel" fn checked_row_sums__R_8__C_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              v_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        0usize + ((__pf / 16usize) % 8usize) * 1usize
                       }) as i32,
                     ),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        {
-          let mut __af: u32 = u32::MAX;
-          let mut __av: [u64; 2] = [0u64; 2];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 128usize {
-                if __af == u32::MAX
-                  && !(<bool as ::kernel_std::__private::device::Int>::not(
-                    <f32 as ::kernel_std::__private::device::Float>::isnan(
-                      v_1[__j],
-                    ),
-                  ))
-                {
-                  __af = __f as u32;
-                  __av = [0u64, 0u64];
-                }
-              }
-            },
-          );
-          if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
-            let __first: u32 = ::kernel_std::__private::device::block_min_u32(
-              __af,
-              0usize,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
             );
-            if __af != u32::MAX && __af == __first {
-              ::kernel_std::__private::device::report_assert(
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
                 __fault,
                 __tag,
-                ::core::line!(),
-                ::core::column!(),
-                __af as u64,
                 0u32,
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as u32),
-                  (::kernel_std::__private::device::program_id(1u32) as u32),
-                  (::kernel_std::__private::device::program_id(2u32) as u32),
-                ],
-                __av,
-              );
-            }
-          }
-        }
-        let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = v_1[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              __red0[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut s_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              s_2[__j] = __red0[__j];
-            }
-          },
-        );
-        {
-          let mut __af: u32 = u32::MAX;
-          let mut __av: [u64; 2] = [0u64; 2];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 8usize {
-                if __af == u32::MAX
-                  && !(<f32 as ::kernel_std::__private::device::Num>::le(
-                    <f32 as ::kernel_std::__private::device::Float>::abs(
-                      s_2[__j],
-                    ),
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1000f64,
-                    ),
-                  ))
-                {
-                  __af = __f as u32;
-                  __av = [
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(
-                        s_2[__j],
-                      ),
-                    ),
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        1000f64,
-                      ),
-                    ),
-                  ];
-                }
-              }
-            },
-          );
-          if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
-            let __first: u32 = ::kernel_std::__private::device::block_min_u32(
-              __af,
-              0usize,
-            );
-            if __af != u32::MAX && __af == __first {
-              ::kernel_std::__private::device::report_assert(
-                __fault,
-                __tag,
                 ::core::line!(),
-                ::core::column!(),
-                __af as u64,
-                131586u32,
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as u32),
-                  (::kernel_std::__private::device::program_id(1u32) as u32),
-                  (::kernel_std::__private::device::program_id(2u32) as u32),
-                ],
-                __av,
-              );
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    {
+      let mut __af: u32 = u32::MAX;
+      let mut __av: [u64; 2] = [0u64; 2];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 128usize {
+            if __af == u32::MAX
+              && !(<bool as ::kernel_std::__private::device::Int>::not(
+                <f32 as ::kernel_std::__private::device::Float>::isnan(
+                  v_1[__j],
+                ),
+              ))
+            {
+              __af = __f as u32;
+              __av = [0u64, 0u64];
             }
           }
+        },
+      );
+      if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
+        let __first: u32 = ::kernel_std::__private::device::block_min_u32(
+          __af,
+          0usize,
+        );
+        if __af != u32::MAX && __af == __first {
+          ::kernel_std::__private::device::report_assert(
+            __fault,
+            __tag,
+            ::core::line!(),
+            ::core::column!(),
+            __af as u64,
+            0u32,
+            [
+              (::kernel_std::__private::device::program_id(0u32) as u32),
+              (::kernel_std::__private::device::program_id(1u32) as u32),
+              (::kernel_std::__private::device::program_id(2u32) as u32),
+            ],
+            __av,
+          );
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, s_2[__j]);
-                }
-              }
-            }
-          },
+      }
+    }
+    let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red0[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut s_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          s_2[__j] = __red0[__j];
+        }
+      },
+    );
+    {
+      let mut __af: u32 = u32::MAX;
+      let mut __av: [u64; 2] = [0u64; 2];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 8usize {
+            if __af == u32::MAX
+              && !(<f32 as ::kernel_std::__private::device::Num>::le(
+                <f32 as ::kernel_std::__private::device::Float>::abs(
+                  s_2[__j],
+                ),
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  1000f64,
+                ),
+              ))
+            {
+              __af = __f as u32;
+              __av = [
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(
+                    s_2[__j],
+                  ),
+                ),
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    1000f64,
+                  ),
+                ),
+              ];
+            }
+          }
+        },
+      );
+      if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
+        let __first: u32 = ::kernel_std::__private::device::block_min_u32(
+          __af,
+          0usize,
+        );
+        if __af != u32::MAX && __af == __first {
+          ::kernel_std::__private::device::report_assert(
+            __fault,
+            __tag,
+            ::core::line!(),
+            ::core::column!(),
+            __af as u64,
+            131586u32,
+            [
+              (::kernel_std::__private::device::program_id(0u32) as u32),
+              (::kernel_std::__private::device::program_id(1u32) as u32),
+              (::kernel_std::__private::device::program_id(2u32) as u32),
+            ],
+            __av,
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, s_2[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "checked_row_sums"))]

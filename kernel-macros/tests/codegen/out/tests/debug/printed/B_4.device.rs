@@ -27,34 +27,92 @@ pub unsafe extern "ptx-kernel" fn printed__B_4(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              v_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
                   ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          ::kernel_std::__private::device::print(
+            b"pid (%lld, %lld, %lld) idx (%lld) x, offs, m = %.9g, %lld, %s\n\0",
+            [
+              (::kernel_std::__private::device::program_id(0u32) as i64
+                as u64),
+              (::kernel_std::__private::device::program_id(1u32) as i64
+                as u64),
+              (::kernel_std::__private::device::program_id(2u32) as i64
+                as u64),
+              ((__f / 1usize) % 4usize) as u64,
+              ::kernel_std::__private::device::PrintArg::print_arg(
+                v_2[__j],
+              ),
+              ::kernel_std::__private::device::PrintArg::print_arg(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              ),
+              ::kernel_std::__private::device::PrintArg::print_arg(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -65,112 +123,58 @@ pub unsafe extern "ptx-kernel" fn printed__B_4(
                     (0i32).wrapping_add((__f) as i32),
                   ),
                   __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              ::kernel_std::__private::device::print(
-                b"pid (%lld, %lld, %lld) idx (%lld) x, offs, m = %.9g, %lld, %s\n\0",
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as i64
-                    as u64),
-                  (::kernel_std::__private::device::program_id(1u32) as i64
-                    as u64),
-                  (::kernel_std::__private::device::program_id(2u32) as i64
-                    as u64),
-                  ((__f / 1usize) % 4usize) as u64,
-                  ::kernel_std::__private::device::PrintArg::print_arg(
-                    v_2[__j],
-                  ),
-                  ::kernel_std::__private::device::PrintArg::print_arg(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  ),
-                  ::kernel_std::__private::device::PrintArg::print_arg(
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            4i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n,
-                    ),
-                  ),
-                ],
-              );
-            }
-          },
-        );
-        if __tid == 0 {
-          ::kernel_std::__private::device::print(
-            b"pid (%lld, %lld, %lld) n: %lld\n\0",
-            [
-              (::kernel_std::__private::device::program_id(0u32) as i64
-                as u64),
-              (::kernel_std::__private::device::program_id(1u32) as i64
-                as u64),
-              (::kernel_std::__private::device::program_id(2u32) as i64
-                as u64),
-              ::kernel_std::__private::device::PrintArg::print_arg(__p_n),
+                ),
+              ),
             ],
           );
         }
-        if __tid == 0 {
-          ::kernel_std::__private::device::print(
-            b"pid (%lld, %lld, %lld) done\n\0",
-            [
-              (::kernel_std::__private::device::program_id(0u32) as i64
-                as u64),
-              (::kernel_std::__private::device::program_id(1u32) as i64
-                as u64),
-              (::kernel_std::__private::device::program_id(2u32) as i64
-                as u64),
-            ],
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+      },
+    );
+    if __tid == 0 {
+      ::kernel_std::__private::device::print(
+        b"pid (%lld, %lld, %lld) n: %lld\n\0",
+        [
+          (::kernel_std::__private::device::program_id(0u32) as i64 as u64),
+          (::kernel_std::__private::device::program_id(1u32) as i64 as u64),
+          (::kernel_std::__private::device::program_id(2u32) as i64 as u64),
+          ::kernel_std::__private::device::PrintArg::print_arg(__p_n),
+        ],
+      );
+    }
+    if __tid == 0 {
+      ::kernel_std::__private::device::print(
+        b"pid (%lld, %lld, %lld) done\n\0",
+        [
+          (::kernel_std::__private::device::program_id(0u32) as i64 as u64),
+          (::kernel_std::__private::device::program_id(1u32) as i64 as u64),
+          (::kernel_std::__private::device::program_id(2u32) as i64 as u64),
+        ],
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  4i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(0u32),
@@ -180,47 +184,31 @@ pub unsafe extern "ptx-kernel" fn printed__B_4(
                   ),
                   (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n,
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
               ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    v_2[__j],
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      1f64,
                     ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_out,
-                    __len_out,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        v_2[__j],
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          1f64,
-                        ),
-                      ),
-                    );
-                  }
-                }
+                  ),
+                );
               }
             }
-          },
-        );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "printed"))]

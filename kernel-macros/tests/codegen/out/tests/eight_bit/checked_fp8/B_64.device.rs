@@ -27,139 +27,133 @@ pub unsafe extern "ptx-kernel" fn checked_fp8__B_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_1: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_1: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              v_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut lim_2: ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::cast::<
-          f32,
-          ::kernel_std::__private::device::F8E4M3,
-        >(__p_limit);
-        {
-          let mut __af: u32 = u32::MAX;
-          let mut __av: [u64; 2] = [0u64; 2];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                if __af == u32::MAX
-                  && !(<::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::lt(
-                    v_1[__j],
-                    lim_2,
-                  ))
-                {
-                  __af = __f as u32;
-                  __av = [
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      v_1[__j],
-                    ),
-                    ::kernel_std::__private::device::AssertBits::assert_bits(
-                      lim_2,
-                    ),
-                  ];
-                }
-              }
-            },
-          );
-          if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
-            let __first: u32 = ::kernel_std::__private::device::block_min_u32(
-              __af,
-              0usize,
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              (0i32).wrapping_add((__f) as i32),
             );
-            if __af != u32::MAX && __af == __first {
-              ::kernel_std::__private::device::report_assert(
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
                 __fault,
                 __tag,
+                0u32,
                 ::core::line!(),
-                ::core::column!(),
-                __af as u64,
-                789506u32,
-                [
-                  (::kernel_std::__private::device::program_id(0u32) as u32),
-                  (::kernel_std::__private::device::program_id(1u32) as u32),
-                  (::kernel_std::__private::device::program_id(2u32) as u32),
-                ],
-                __av,
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F8E4M3 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut lim_2: ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::cast::<
+      f32,
+      ::kernel_std::__private::device::F8E4M3,
+    >(__p_limit);
+    {
+      let mut __af: u32 = u32::MAX;
+      let mut __av: [u64; 2] = [0u64; 2];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            if __af == u32::MAX
+              && !(<::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::lt(
+                v_1[__j],
+                lim_2,
+              ))
+            {
+              __af = __f as u32;
+              __av = [
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  v_1[__j],
+                ),
+                ::kernel_std::__private::device::AssertBits::assert_bits(
+                  lim_2,
+                ),
+              ];
+            }
+          }
+        },
+      );
+      if !::kernel_std::__private::device::bar_and(__af == u32::MAX) {
+        let __first: u32 = ::kernel_std::__private::device::block_min_u32(
+          __af,
+          0usize,
+        );
+        if __af != u32::MAX && __af == __first {
+          ::kernel_std::__private::device::report_assert(
+            __fault,
+            __tag,
+            ::core::line!(),
+            ::core::column!(),
+            __af as u64,
+            789506u32,
+            [
+              (::kernel_std::__private::device::program_id(0u32) as u32),
+              (::kernel_std::__private::device::program_id(1u32) as u32),
+              (::kernel_std::__private::device::program_id(2u32) as u32),
+            ],
+            __av,
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F8E4M3,
+                  f32,
+                >(v_1[__j]),
               );
             }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      ::kernel_std::__private::device::F8E4M3,
-                      f32,
-                    >(v_1[__j]),
-                  );
-                }
-              }
-            }
-          },
-        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "checked_fp8"))]

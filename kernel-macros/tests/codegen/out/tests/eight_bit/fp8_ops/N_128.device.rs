@@ -37,1215 +37,1216 @@ pub unsafe extern "ptx-kernel" fn fp8_ops__N_128(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut xv_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut xv_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              xv_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_q4,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_q4,
-                    __len_q4,
-                    __fnote,
-                    4u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f32,
-                        ::kernel_std::__private::device::F8E4M3,
-                      >(xv_2[__j]),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_q4,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_q4,
-                    __len_q4,
-                    __fnote,
-                    4u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f64,
-                        ::kernel_std::__private::device::F8E4M3,
-                      >(
-                        ::kernel_std::__private::device::cast::<f32, f64>(xv_2[__j]),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_q5,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_q5,
-                    __len_q5,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f32,
-                        ::kernel_std::__private::device::F8E5M2,
-                      >(xv_2[__j]),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_q5,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_q5,
-                    __len_q5,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f64,
-                        ::kernel_std::__private::device::F8E5M2,
-                      >(
-                        ::kernel_std::__private::device::cast::<f32, f64>(xv_2[__j]),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut ev_3: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              ev_3[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_e,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_e,
-                    __len_e,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        let mut gv_4: [::kernel_std::__private::device::F8E5M2; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              gv_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_g,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_g,
-                    __len_g,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_f,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(ev_3[__j]),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E5M2,
-                        f32,
-                      >(gv_4[__j]),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (2i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F8E4M3,
-                          ::kernel_std::__private::device::F16,
-                        >(ev_3[__j]),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (3i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::add(
-                          ev_3[__j],
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F8E5M2,
-                            ::kernel_std::__private::device::F8E4M3,
-                          >(gv_4[__j]),
-                        ),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (4i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::mul(
-                          ev_3[__j],
-                          ev_3[__j],
-                        ),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (5i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::neg(
-                          ev_3[__j],
-                        ),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (6i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Float>::abs(
-                          ev_3[__j],
-                        ),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (7i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F8E4M3,
-                        f32,
-                      >(
-                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::max(
-                          ev_3[__j],
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0.5f64,
-                          ),
-                        ),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (8i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_f,
-                    __len_f,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        f32,
-                      >(
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F8E4M3,
-                          i32,
-                        >(ev_3[__j]),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut lo_5: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              lo_5[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_e,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_e,
-                    __len_e,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                    -448f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        let mut hi_6: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              hi_6[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_e,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_e,
-                    __len_e,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                    448f64,
-                  )
-                }
-              };
-            }
-          },
-        );
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = ev_3[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
-                  __x,
-                ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red0: ::kernel_std::__private::device::F8E4M3 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
-            __a,
-          )
-        };
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_red;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F8E4M3,
-                  f32,
-                >(__red0),
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = lo_5[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
-                  __x,
-                ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red1: ::kernel_std::__private::device::F8E4M3 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
-            __a,
-          )
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          xv_2[__j] = {
             let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (1i32),
+              __p_x,
+              (0i32).wrapping_add((__f) as i32),
             );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
                 __a,
-                ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F8E4M3,
-                  f32,
-                >(__red1),
-              );
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
             }
-          }
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = hi_6[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                __p[__i],
-                <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
-                  __x,
-                ),
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_q4,
+                (0i32).wrapping_add((__f) as i32),
               );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_q4,
+                __len_q4,
+                __fault,
+                __tag,
                 4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red2: ::kernel_std::__private::device::F8E4M3 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
-            __a,
-          )
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (2i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              7u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F8E4M3,
-                  f32,
-                >(__red2),
-              );
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F8E4M3,
+                  >(xv_2[__j]),
+                );
+              }
             }
           }
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_q4,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_q4,
+                __len_q4,
+                __fault,
+                __tag,
+                4u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f64,
+                    ::kernel_std::__private::device::F8E4M3,
+                  >(
+                    ::kernel_std::__private::device::cast::<f32, f64>(xv_2[__j]),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_q5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_q5,
+                __len_q5,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F8E5M2,
+                  >(xv_2[__j]),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_q5,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_q5,
+                __len_q5,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f64,
+                    ::kernel_std::__private::device::F8E5M2,
+                  >(
+                    ::kernel_std::__private::device::cast::<f32, f64>(xv_2[__j]),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut ev_3: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          ev_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_e,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_e,
+                __len_e,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    let mut gv_4: [::kernel_std::__private::device::F8E5M2; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          gv_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_g,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_g,
+                __len_g,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                0f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_f,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(ev_3[__j]),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E5M2,
+                    f32,
+                  >(gv_4[__j]),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (2i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F16,
+                    f32,
+                  >(
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F8E4M3,
+                      ::kernel_std::__private::device::F16,
+                    >(ev_3[__j]),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (3i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::add(
+                      ev_3[__j],
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F8E5M2,
+                        ::kernel_std::__private::device::F8E4M3,
+                      >(gv_4[__j]),
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (4i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::mul(
+                      ev_3[__j],
+                      ev_3[__j],
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (5i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::neg(
+                      ev_3[__j],
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (6i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Float>::abs(
+                      ev_3[__j],
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (7i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    ::kernel_std::__private::device::F8E4M3,
+                    f32,
+                  >(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Num>::max(
+                      ev_3[__j],
+                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0.5f64,
+                      ),
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (8i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_f,
+                __len_f,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    f32,
+                  >(
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F8E4M3,
+                      i32,
+                    >(ev_3[__j]),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut lo_5: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          lo_5[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_e,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_e,
+                __len_e,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                -448f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    let mut hi_6: [::kernel_std::__private::device::F8E4M3; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          hi_6[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_e,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_e,
+                __len_e,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                448f64,
+              )
+            }
+          };
+        }
+      },
+    );
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = ev_3[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red0: ::kernel_std::__private::device::F8E4M3 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
+        __a,
+      )
+    };
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_red;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<
+              ::kernel_std::__private::device::F8E4M3,
+              f32,
+            >(__red0),
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = lo_5[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red1: ::kernel_std::__private::device::F8E4M3 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
+        __a,
+      )
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (1i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<
+              ::kernel_std::__private::device::F8E4M3,
+              f32,
+            >(__red1),
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = hi_6[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32(
+              __x,
+            ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red2: ::kernel_std::__private::device::F8E4M3 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f32(
+        __a,
+      )
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (2i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          7u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<
+              ::kernel_std::__private::device::F8E4M3,
+              f32,
+            >(__red2),
+          );
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "fp8_ops"))]

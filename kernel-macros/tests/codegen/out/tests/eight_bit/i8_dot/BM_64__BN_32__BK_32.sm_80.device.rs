@@ -34,12 +34,3941 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut acc_4: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut acc_4: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
+      |__j: usize| {
+        let __f: usize = ((__warp / 2usize) * 32usize + ((__j) / 8usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 32usize
+          + (__warp % 2usize) * 16usize + (((__j) % 8usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        acc_4[__j] = {
+          let __a = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c0,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          if <bool as ::kernel_std::__private::device::Int>::and(
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_n,
+            ),
+          )
+            && ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_c0,
+              __len_c0,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::load(__a)
+          } else {
+            (0i32)
+          }
+        };
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_k;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 2u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let k0_5: i32 = __nx;
+              let mut __loaded: u32 = 0;
+              {
+                let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jg: usize| {
+                    let __jc = 0usize + __jg;
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    if __c < 256usize {
+                      let __f0 = __c * 8;
+                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(0u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              64i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_m,
+                      )
+                        && {
+                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c15 = __p_k;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x14,
+                            __x13,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x14,
+                              __c15,
+                            )
+                        });
+                      if __all && (__p0 as usize) % 8 == 0
+                        && (__p7 as usize) == (__p0 as usize) + 7usize
+                        && ::kernel_std::__private::device::fits(
+                          __p0,
+                          __p_a,
+                          __len_a,
+                          8usize,
+                        )
+                      {
+                        __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                          u32,
+                          2,
+                        >(__p0 as *mut u32);
+                        __loaded |= 1u32 << __jc;
+                      }
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  2usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jg: usize| {
+                    let __jc = 0usize + __jg;
+                    if __loaded & (1u32 << __jc) != 0 {
+                      let __c = ::kernel_std::__private::device::opaque_usize(
+                        __jc * 128usize + __tid,
+                      );
+                      let __f0 = __c * 8;
+                      let __s0: usize = ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      });
+                      ::kernel_std::__private::device::store_vec::<
+                        u32,
+                        4,
+                      >(
+                        __smem
+                          .add((0usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as *mut u32,
+                        ::kernel_std::__private::device::widen_words::<
+                          i8,
+                        >(__words[__jg]),
+                      );
+                    }
+                  },
+                );
+              }
+              for __jc in 0..2usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 128usize + __tid,
+                );
+                if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(0u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_k,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_m,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                }
+              }
+              let mut __loaded: u32 = 0;
+              {
+                let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jg: usize| {
+                    let __jc = 0usize + __jg;
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    if __c < 128usize {
+                      let __f0 = __c * 8;
+                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 32usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && {
+                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          );
+                          let __c18 = __p_n;
+                          <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x17,
+                            __x16,
+                          )
+                            && <i32 as ::kernel_std::__private::device::Num>::lt(
+                              __x17,
+                              __c18,
+                            )
+                        });
+                      if __all && (__p0 as usize) % 8 == 0
+                        && (__p7 as usize) == (__p0 as usize) + 7usize
+                        && ::kernel_std::__private::device::fits(
+                          __p0,
+                          __p_b,
+                          __len_b,
+                          8usize,
+                        )
+                      {
+                        __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                          u32,
+                          2,
+                        >(__p0 as *mut u32);
+                        __loaded |= 1u32 << __jc;
+                      }
+                    }
+                  },
+                );
+                ::kernel_std::__private::device::unroll::<
+                  1usize,
+                  _,
+                >(
+                  #[inline(always)]
+                  |__jg: usize| {
+                    let __jc = 0usize + __jg;
+                    if __loaded & (1u32 << __jc) != 0 {
+                      let __c = ::kernel_std::__private::device::opaque_usize(
+                        __jc * 128usize + __tid,
+                      );
+                      let __f0 = __c * 8;
+                      let __s0: usize = ({
+                        let __sf: usize = __f0;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      });
+                      ::kernel_std::__private::device::store_vec::<
+                        u32,
+                        4,
+                      >(
+                        __smem
+                          .add((12288usize + ((__b) as usize) * 2048usize) + __s0 * 2)
+                          as *mut u32,
+                        ::kernel_std::__private::device::widen_words::<
+                          u8,
+                        >(__words[__jg]),
+                      );
+                    }
+                  },
+                );
+              }
+              for __jc in 0..1usize {
+                let __c = ::kernel_std::__private::device::opaque_usize(
+                  __jc * 128usize + __tid,
+                );
+                if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                      <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                k0_5,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_n,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <bool as ::kernel_std::__private::device::Int>::and(
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(1u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b,
+                            __len_b,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                            0i64,
+                          )
+                        }
+                      }),
+                    ),
+                  );
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf12: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_5: i32 = __i;
+        if let Some(__nx) = (2 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let k0_5: i32 = __nx;
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_m,
+                    )
+                      && {
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c21 = __p_k;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __x19,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x20,
+                            __c21,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_a,
+                        __len_a,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize
+                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                              * 4096usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        i8,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..2usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 128usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    )
+                      && {
+                        let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c24 = __p_n;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x23,
+                          __x22,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x23,
+                            __c24,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_b,
+                        __len_b,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (12288usize
+                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                              * 2048usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        u8,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..1usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma25: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __sums26: [i32; 16usize] = [0i32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -50,10 +3979,1072 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_4[__j] = {
-              let __a = ::kernel_std::__private::device::ptr_add(
+            __sums26[__j] = acc_4[__j];
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + (__buf12 as usize) * 4096usize) as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (12288usize + (__buf12 as usize) * 2048usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 2usize) * 32usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 32usize
+                          + ((((__warp % 2usize) * 2usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
+                        ],
+                      );
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    2usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
+                        ],
+                      );
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        for __j in 0..16usize {
+          __sums26[__j] = __sums26[__j].wrapping_add(__mma25[__j] as i32);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 2usize) * 32usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 2usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_4[__j] = __sums26[__j];
+          },
+        );
+        __buf12 = if __buf12 == 2u32 { 0 } else { __buf12 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sfast: bool = true
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c29 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x28,
+                  __x27,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x28,
+                    __c29,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c32 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x31,
+                  __x30,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x31,
+                    __c32,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c35 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x34,
+                  __x33,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x34,
+                    __c35,
+                  )
+              })
+        }
+        && {
+          let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 0usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_c,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_n,
+              ),
+            ),
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(1u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  32i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                      + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                      + 9usize + (__lane % 4) * 2);
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          (0i64).wrapping_add(1i64) == 1i64
+            && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
+            && (__pa as usize) % 8usize == 0
+            && ::kernel_std::__private::device::fits(
+              __pa,
+              __p_c,
+              __len_c,
+              10usize,
+            )
+            && (<i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                        + 0usize + (__lane % 4) * 2);
+                      0usize + ((__pf / 32usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+              __p_m,
+            )
+              && {
+                let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 0usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
+                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                          + 9usize + (__lane % 4) * 2);
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __c38 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x37,
+                  __x36,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x37,
+                    __c38,
+                  )
+              })
+        };
+      if __sfast {
+        let __val = ::kernel_std::__private::device::inline_fn(
+          #[inline(always)]
+          |__j: usize| -> i32 {
+            let __v: usize = __j % 2;
+            let __f: usize = ((__warp / 2usize) * 32usize
+              + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 2usize) * 16usize
+              + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_4[__j]
+          },
+        );
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 32usize + 0usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 32usize + 0usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 32usize + 8usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 32usize + 8usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(0usize);
+            __sv[1usize] = __val(1usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(2usize);
+            __sv[1usize] = __val(3usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(4usize);
+            __sv[1usize] = __val(5usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(6usize);
+            __sv[1usize] = __val(7usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+        }
+        {
+          let __pr: [*mut i32; 2] = [
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 32usize + 16usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 32usize + 16usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+            ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                            ((__warp / 2usize) * 32usize + 24usize + __lane / 4)
+                              * 32usize + (__warp % 2usize) * 16usize + 0usize
+                              + (__lane % 4) * 2,
+                          );
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = ::kernel_std::__private::device::opaque_usize(
+                        ((__warp / 2usize) * 32usize + 24usize + __lane / 4)
+                          * 32usize + (__warp % 2usize) * 16usize + 0usize
+                          + (__lane % 4) * 2,
+                      );
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            ),
+          ];
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(8usize);
+            __sv[1usize] = __val(9usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(10usize);
+            __sv[1usize] = __val(11usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(0usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(12usize);
+            __sv[1usize] = __val(13usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[0usize].wrapping_add(8usize), __sv);
+          }
+          {
+            let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
+            __sv[0usize] = __val(14usize);
+            __sv[1usize] = __val(15usize);
+            ::kernel_std::__private::device::store_vec::<
+              i32,
+              2,
+            >(__pr[1usize].wrapping_add(8usize), __sv);
+          }
+        }
+      } else {
+        ::core::hint::cold_path();
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
-                  __p_c0,
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -89,7 +5080,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                     ),
                 ),
               );
-              if <bool as ::kernel_std::__private::device::Int>::and(
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -126,5127 +5118,146 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ),
                   __p_n,
                 ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n,
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+              );
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_m,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n,
+                ),
+              );
+            }
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_c,
+                __len_c,
+                2usize,
               )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                i32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
                 && ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_c0,
-                  __len_c0,
-                  __fnote,
-                  2u32,
+                  __sp[0usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
                   ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load(__a)
-              } else {
-                (0i32)
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
               }
-            };
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_k;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
-          );
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 2u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let k0_5: i32 = __nx;
-                  let mut __loaded: u32 = 0;
-                  {
-                    let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jg: usize| {
-                        let __jc = 0usize + __jg;
-                        let __c = ::kernel_std::__private::device::opaque_usize(
-                          __jc * 128usize + __tid,
-                        );
-                        if __c < 256usize {
-                          let __f0 = __c * 8;
-                          let __p0 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          let __p7 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_m,
-                          )
-                            && {
-                              let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              );
-                              let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              );
-                              let __c15 = __p_k;
-                              <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x14,
-                                __x13,
-                              )
-                                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  __x14,
-                                  __c15,
-                                )
-                            });
-                          if __all && (__p0 as usize) % 8 == 0
-                            && (__p7 as usize) == (__p0 as usize) + 7usize
-                            && ::kernel_std::__private::device::fits(
-                              __p0,
-                              __p_a,
-                              __len_a,
-                              8usize,
-                            )
-                          {
-                            __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                              u32,
-                              2,
-                            >(__p0 as *mut u32);
-                            __loaded |= 1u32 << __jc;
-                          }
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      2usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jg: usize| {
-                        let __jc = 0usize + __jg;
-                        if __loaded & (1u32 << __jc) != 0 {
-                          let __c = ::kernel_std::__private::device::opaque_usize(
-                            __jc * 128usize + __tid,
-                          );
-                          let __f0 = __c * 8;
-                          let __s0: usize = ({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          });
-                          ::kernel_std::__private::device::store_vec::<
-                            u32,
-                            4,
-                          >(
-                            __smem
-                              .add((0usize + ((__b) as usize) * 4096usize) + __s0 * 2)
-                              as *mut u32,
-                            ::kernel_std::__private::device::widen_words::<
-                              i8,
-                            >(__words[__jg]),
-                          );
-                        }
-                      },
-                    );
-                  }
-                  for __jc in 0..2usize {
-                    let __c = ::kernel_std::__private::device::opaque_usize(
-                      __jc * 128usize + __tid,
-                    );
-                    if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((0usize + ((__b) as usize) * 4096usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(0u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        64i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_k,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_m,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    }
-                  }
-                  let mut __loaded: u32 = 0;
-                  {
-                    let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jg: usize| {
-                        let __jc = 0usize + __jg;
-                        let __c = ::kernel_std::__private::device::opaque_usize(
-                          __jc * 128usize + __tid,
-                        );
-                        if __c < 128usize {
-                          let __f0 = __c * 8;
-                          let __p0 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          let __p7 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && {
-                              let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              );
-                              let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              );
-                              let __c18 = __p_n;
-                              <i32 as ::kernel_std::__private::device::Num>::ge(
-                                __x17,
-                                __x16,
-                              )
-                                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                  __x17,
-                                  __c18,
-                                )
-                            });
-                          if __all && (__p0 as usize) % 8 == 0
-                            && (__p7 as usize) == (__p0 as usize) + 7usize
-                            && ::kernel_std::__private::device::fits(
-                              __p0,
-                              __p_b,
-                              __len_b,
-                              8usize,
-                            )
-                          {
-                            __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                              u32,
-                              2,
-                            >(__p0 as *mut u32);
-                            __loaded |= 1u32 << __jc;
-                          }
-                        }
-                      },
-                    );
-                    ::kernel_std::__private::device::unroll::<
-                      1usize,
-                      _,
-                    >(
-                      #[inline(always)]
-                      |__jg: usize| {
-                        let __jc = 0usize + __jg;
-                        if __loaded & (1u32 << __jc) != 0 {
-                          let __c = ::kernel_std::__private::device::opaque_usize(
-                            __jc * 128usize + __tid,
-                          );
-                          let __f0 = __c * 8;
-                          let __s0: usize = ({
-                            let __sf: usize = __f0;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          });
-                          ::kernel_std::__private::device::store_vec::<
-                            u32,
-                            4,
-                          >(
-                            __smem
-                              .add((12288usize + ((__b) as usize) * 2048usize) + __s0 * 2)
-                              as *mut u32,
-                            ::kernel_std::__private::device::widen_words::<
-                              u8,
-                            >(__words[__jg]),
-                          );
-                        }
-                      },
-                    );
-                  }
-                  for __jc in 0..1usize {
-                    let __c = ::kernel_std::__private::device::opaque_usize(
-                      __jc * 128usize + __tid,
-                    );
-                    if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 32usize;
-                          __r * 32usize
-                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem.add((12288usize + ((__b) as usize) * 2048usize))
-                          as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                          <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_b,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    k0_5,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_n,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <bool as ::kernel_std::__private::device::Int>::and(
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::lt(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_b,
-                                __len_b,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                                0i64,
-                              )
-                            }
-                          }),
-                        ),
-                      );
-                    }
-                  }
-                }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
               }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
             }
+            __p += 1;
           }
-          let mut __buf12: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k0_5: i32 = __i;
-            if let Some(__nx) = (2 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let k0_5: i32 = __nx;
-                let mut __loaded: u32 = 0;
-                {
-                  let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jg: usize| {
-                      let __jc = 0usize + __jg;
-                      let __c = ::kernel_std::__private::device::opaque_usize(
-                        __jc * 128usize + __tid,
-                      );
-                      if __c < 256usize {
-                        let __f0 = __c * 8;
-                        let __p0 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        let __p7 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_a,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_m,
-                        )
-                          && {
-                            let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __c21 = __p_k;
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x20,
-                              __x19,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x20,
-                                __c21,
-                              )
-                          });
-                        if __all && (__p0 as usize) % 8 == 0
-                          && (__p7 as usize) == (__p0 as usize) + 7usize
-                          && ::kernel_std::__private::device::fits(
-                            __p0,
-                            __p_a,
-                            __len_a,
-                            8usize,
-                          )
-                        {
-                          __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                            u32,
-                            2,
-                          >(__p0 as *mut u32);
-                          __loaded |= 1u32 << __jc;
-                        }
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jg: usize| {
-                      let __jc = 0usize + __jg;
-                      if __loaded & (1u32 << __jc) != 0 {
-                        let __c = ::kernel_std::__private::device::opaque_usize(
-                          __jc * 128usize + __tid,
-                        );
-                        let __f0 = __c * 8;
-                        let __s0: usize = ({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        });
-                        ::kernel_std::__private::device::store_vec::<
-                          u32,
-                          4,
-                        >(
-                          __smem
-                            .add(
-                              (0usize
-                                + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                                  * 4096usize) + __s0 * 2,
-                            ) as *mut u32,
-                          ::kernel_std::__private::device::widen_words::<
-                            i8,
-                          >(__words[__jg]),
-                        );
-                      }
-                    },
-                  );
-                }
-                for __jc in 0..2usize {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (0usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 4096usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(0u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_k,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_5,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(0u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    64i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_m,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                  }
-                }
-                let mut __loaded: u32 = 0;
-                {
-                  let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jg: usize| {
-                      let __jc = 0usize + __jg;
-                      let __c = ::kernel_std::__private::device::opaque_usize(
-                        __jc * 128usize + __tid,
-                      );
-                      if __c < 128usize {
-                        let __f0 = __c * 8;
-                        let __p0 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        let __p7 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        )
-                          && {
-                            let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            let __c24 = __p_n;
-                            <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x23,
-                              __x22,
-                            )
-                              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                                __x23,
-                                __c24,
-                              )
-                          });
-                        if __all && (__p0 as usize) % 8 == 0
-                          && (__p7 as usize) == (__p0 as usize) + 7usize
-                          && ::kernel_std::__private::device::fits(
-                            __p0,
-                            __p_b,
-                            __len_b,
-                            8usize,
-                          )
-                        {
-                          __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                            u32,
-                            2,
-                          >(__p0 as *mut u32);
-                          __loaded |= 1u32 << __jc;
-                        }
-                      }
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jg: usize| {
-                      let __jc = 0usize + __jg;
-                      if __loaded & (1u32 << __jc) != 0 {
-                        let __c = ::kernel_std::__private::device::opaque_usize(
-                          __jc * 128usize + __tid,
-                        );
-                        let __f0 = __c * 8;
-                        let __s0: usize = ({
-                          let __sf: usize = __f0;
-                          ({
-                            let __r: usize = __sf / 32usize;
-                            __r * 32usize
-                              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) + __sf % 8
-                        });
-                        ::kernel_std::__private::device::store_vec::<
-                          u32,
-                          4,
-                        >(
-                          __smem
-                            .add(
-                              (12288usize
-                                + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                                  * 2048usize) + __s0 * 2,
-                            ) as *mut u32,
-                          ::kernel_std::__private::device::widen_words::<
-                            u8,
-                          >(__words[__jg]),
-                        );
-                      }
-                    },
-                  );
-                }
-                for __jc in 0..1usize {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 32usize;
-                        __r * 32usize
-                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 0usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 1usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 2usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 3usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 4usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 5usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 6usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                    ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (12288usize
-                            + ((if __buf12 == 0 { 2u32 } else { __buf12 - 1 }) as usize)
-                              * 2048usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
-                        .add(__s0 + 7usize),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                        <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  k0_5,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_n,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(1u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  32i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <bool as ::kernel_std::__private::device::Int>::and(
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_5,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::program_id(1u32),
-                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                    32i64,
-                                  ),
-                                ),
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_n,
-                            ),
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_b,
-                              __len_b,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                              0i64,
-                            )
-                          }
-                        }),
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma25: [f32; 16usize] = [0.0f32; 16usize];
-            let mut __sums26: [i32; 16usize] = [0i32; 16usize];
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 2usize) * 32usize
-                  + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                  + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                __sums26[__j] = acc_4[__j];
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<2>();
-            ::kernel_std::__private::device::cp_async_wait_group::<2>();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + (__buf12 as usize) * 4096usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + (12288usize + (__buf12 as usize) * 2048usize) as u32;
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 2usize] = [[0u32; 4]; 2usize];
-                  ::kernel_std::__private::device::unroll::<
-                    2usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 2usize) * 32usize + __i * 16
-                              + __lane % 16;
-                            __r * 32usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 2usize) * 2usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma25[__b],
-                              __mma25[__b + 1],
-                              __mma25[__b + 2],
-                              __mma25[__b + 3],
-                            ],
-                          );
-                          __mma25[__b] = __d[0];
-                          __mma25[__b + 1] = __d[1];
-                          __mma25[__b + 2] = __d[2];
-                          __mma25[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        2usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 2usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_f16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma25[__b],
-                              __mma25[__b + 1],
-                              __mma25[__b + 2],
-                              __mma25[__b + 3],
-                            ],
-                          );
-                          __mma25[__b] = __d[0];
-                          __mma25[__b + 1] = __d[1];
-                          __mma25[__b + 2] = __d[2];
-                          __mma25[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                },
-              );
-            }
-            for __j in 0..16usize {
-              __sums26[__j] = __sums26[__j]
-                .wrapping_add(__mma25[__j] as i32);
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 2usize) * 32usize
-                  + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                  + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                acc_4[__j] = __sums26[__j];
-              },
-            );
-            __buf12 = if __buf12 == 2u32 { 0 } else { __buf12 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __sfast: bool = true
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 0usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 9usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              (0i64).wrapping_add(1i64) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c,
-                  __len_c,
-                  10usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                            + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                )
-                  && {
-                    let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 0usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c29 = __p_n;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x28,
-                      __x27,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x28,
-                        __c29,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 0usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 9usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              (0i64).wrapping_add(1i64) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c,
-                  __len_c,
-                  10usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                            + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                )
-                  && {
-                    let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 8usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c32 = __p_n;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x31,
-                      __x30,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x31,
-                        __c32,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 0usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 9usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              (0i64).wrapping_add(1i64) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c,
-                  __len_c,
-                  10usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                            + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                )
-                  && {
-                    let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 16usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c35 = __p_n;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x34,
-                      __x33,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x34,
-                        __c35,
-                      )
-                  })
-            }
-            && {
-              let __pa: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 0usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __pz: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                          + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                          + 9usize + (__lane % 4) * 2);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              (0i64).wrapping_add(1i64) == 1i64
-                && (__pz as usize).wrapping_sub(__pa as usize) == 36usize
-                && (__pa as usize) % 8usize == 0
-                && ::kernel_std::__private::device::fits(
-                  __pa,
-                  __p_c,
-                  __len_c,
-                  10usize,
-                )
-                && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                            + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                            + 0usize + (__lane % 4) * 2);
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_m,
-                )
-                  && {
-                    let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 0usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 2usize) * 32usize + 24usize
-                              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                              + 9usize + (__lane % 4) * 2);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c38 = __p_n;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x37,
-                      __x36,
-                    )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x37,
-                        __c38,
-                      )
-                  })
-            };
-          if __sfast {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> i32 {
-                let __v: usize = __j % 2;
-                let __f: usize = ((__warp / 2usize) * 32usize
-                  + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                  + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                acc_4[__j]
-              },
-            );
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 2usize) * 32usize + 0usize + __lane / 4)
-                                  * 32usize + (__warp % 2usize) * 16usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            ((__warp / 2usize) * 32usize + 0usize + __lane / 4)
-                              * 32usize + (__warp % 2usize) * 16usize + 0usize
-                              + (__lane % 4) * 2,
-                          );
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 2usize) * 32usize + 8usize + __lane / 4)
-                                  * 32usize + (__warp % 2usize) * 16usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            ((__warp / 2usize) * 32usize + 8usize + __lane / 4)
-                              * 32usize + (__warp % 2usize) * 16usize + 0usize
-                              + (__lane % 4) * 2,
-                          );
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(0usize);
-                __sv[1usize] = __val(1usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(2usize);
-                __sv[1usize] = __val(3usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(4usize);
-                __sv[1usize] = __val(5usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(6usize);
-                __sv[1usize] = __val(7usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-            }
-            {
-              let __pr: [*mut i32; 2] = [
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 2usize) * 32usize + 16usize + __lane / 4)
-                                  * 32usize + (__warp % 2usize) * 16usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            ((__warp / 2usize) * 32usize + 16usize + __lane / 4)
-                              * 32usize + (__warp % 2usize) * 16usize + 0usize
-                              + (__lane % 4) * 2,
-                          );
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-                ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                                ((__warp / 2usize) * 32usize + 24usize + __lane / 4)
-                                  * 32usize + (__warp % 2usize) * 16usize + 0usize
-                                  + (__lane % 4) * 2,
-                              );
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ::kernel_std::__private::device::opaque_usize(
-                            ((__warp / 2usize) * 32usize + 24usize + __lane / 4)
-                              * 32usize + (__warp % 2usize) * 16usize + 0usize
-                              + (__lane % 4) * 2,
-                          );
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ];
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(8usize);
-                __sv[1usize] = __val(9usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(10usize);
-                __sv[1usize] = __val(11usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(0usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(12usize);
-                __sv[1usize] = __val(13usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[0usize].wrapping_add(8usize), __sv);
-              }
-              {
-                let mut __sv: [i32; 2] = [<i32 as ::core::default::Default>::default(); 2];
-                __sv[0usize] = __val(14usize);
-                __sv[1usize] = __val(15usize);
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  2,
-                >(__pr[1usize].wrapping_add(8usize), __sv);
-              }
-            }
-          } else {
-            ::core::hint::cold_path();
-            ::kernel_std::__private::device::outline(move || {
-              let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-              let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                || {
-                  let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                    8usize,
-                  );
-                  let mut __p: usize = 0;
-                  while __p < __np {
-                    let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-                    let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-                    let mut __sm: [bool; 2usize] = [false; 2usize];
-                    {
-                      let __v: usize = 0usize;
-                      let __j: usize = 2 * __p + 0usize;
-                      let __f: usize = ((__warp / 2usize) * 32usize
-                        + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                        + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      __sv[__v] = acc_4[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      );
-                    }
-                    {
-                      let __v: usize = 1usize;
-                      let __j: usize = 2 * __p + 1usize;
-                      let __f: usize = ((__warp / 2usize) * 32usize
-                        + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
-                        + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-                        + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_c,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::program_id(0u32),
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  64i64,
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = __f;
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_n,
-                          ),
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      );
-                      __sv[__v] = acc_4[__j];
-                      __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_m,
-                        ),
-                        <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(1u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      );
-                    }
-                    if true && __sm[0usize] && __sm[1usize]
-                      && (__sp[0] as usize) % 8usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_c,
-                        __len_c,
-                        2usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        i32,
-                        2usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_c,
-                          __len_c,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_c,
-                          __len_c,
-                          __fnote,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                    }
-                    __p += 1;
-                  }
-                },
-              );
-              ::kernel_std::__private::device::flush_faults(
-                __fnote,
-                __fault,
-                __tag,
-              );
-            });
-          }
-        }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        });
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "i8_dot"))]

@@ -30,66 +30,846 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut acc_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut acc_3: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  0i64,
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            acc_3[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+              0i64,
             );
           },
         );
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_k;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        16i64,
+      );
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 2u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let k0_4: i32 = __nx;
+              for __jc in 0..1usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 32usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 16usize;
+                      __r * 16usize
+                        + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i64 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_lda,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_a,
+                      <i64 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::cast::<
+                          i32,
+                          i64,
+                        >(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 16usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_lda,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  );
+                  let __all = {
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      k0_4,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 7usize);
+                            0usize + ((__pf / 1usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    );
+                    let __c3 = __p_k;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x2,
+                      __x1,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::lt(
+                        __x2,
+                        __c3,
+                      )
+                  };
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_a,
+                      __len_a,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((0usize + ((__b) as usize) * 512usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
+                        as *mut ::kernel_std::__private::device::BF16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_a,
+                            <i64 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::cast::<
+                                i32,
+                                i64,
+                              >(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_lda,
+                            ),
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_a,
+                            __len_a,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf0: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_4: i32 = __i;
+        if let Some(__nx) = (2 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
         {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_k;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            16i64,
-          );
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 2u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let k0_4: i32 = __nx;
-                  for __jc in 0..1usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 32usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let k0_4: i32 = __nx;
+            for __jc in 0..1usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 32usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 16usize;
+                    __r * 16usize
+                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a,
+                    <i64 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_lda,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
                         ({
-                          let __r: usize = __sf / 16usize;
-                          __r * 16usize
-                            + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a,
+                    <i64 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_lda,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                let __all = {
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c6 = __p_k;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x5,
+                    __x4,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x5,
+                      __c6,
+                    )
+                };
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_a,
+                    __len_a,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((0usize
+                        + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                          * 512usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           __p_a,
                           <i64 as ::kernel_std::__private::device::Num>::mul(
@@ -119,7 +899,467 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                             ),
                         ),
                       );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
                         ::kernel_std::__private::device::ptr_add(
                           __p_a,
                           <i64 as ::kernel_std::__private::device::Num>::mul(
@@ -149,18 +1389,8 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                             ),
                         ),
                       );
-                      let __all = {
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0);
-                                0usize + ((__pf / 1usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           k0_4,
                           (0i32)
                             .wrapping_add(
@@ -169,1468 +1399,190 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                                 0usize + ((__pf / 1usize) % 16usize) * 1usize
                               }) as i32,
                             ),
-                        );
-                        let __c3 = __p_k;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x2,
-                          __x1,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x2,
-                            __c3,
-                          )
-                      };
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
                           __p_a,
                           __len_a,
-                          8usize,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
                         )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((0usize + ((__b) as usize) * 512usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
                       {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 0usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 1usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 2usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 3usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 4usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 5usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 6usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((0usize + ((__b) as usize) * 512usize))
-                            as *mut ::kernel_std::__private::device::BF16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_a,
-                                <i64 as ::kernel_std::__private::device::Num>::mul(
-                                  ::kernel_std::__private::device::cast::<
-                                    i32,
-                                    i64,
-                                  >(
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_lda,
-                                ),
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                k0_4,
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + 7usize);
-                                      0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                              ),
-                              __p_k,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_a,
-                                __len_a,
-                                __fnote,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                        );
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       }
-                    }
-                  }
+                    },
+                  );
                 }
               }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
             }
           }
-          let mut __buf0: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k0_4: i32 = __i;
-            if let Some(__nx) = (2 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let k0_4: i32 = __nx;
-                for __jc in 0..1usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 32usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 16usize;
-                        __r * 16usize
-                          + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    let __all = {
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c6 = __p_k;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x5,
-                          __c6,
-                        )
-                    };
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_a,
-                        __len_a,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((0usize
-                            + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                              * 512usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (0usize
-                              + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
-                                * 512usize),
-                          ) as *mut ::kernel_std::__private::device::BF16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_a,
-                              <i64 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  i32,
-                                  i64,
-                                >(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_lda,
-                              ),
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              k0_4,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            __p_k,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_a,
-                              __len_a,
-                              __fnote,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma7: [f32; 4usize] = [0.0f32; 4usize];
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma7: [f32; 4usize] = [0.0f32; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 4usize) * 16usize
+              + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 4usize) * 8usize
+              + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma7[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
             >(
               #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 4usize) * 16usize
-                  + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
-                  + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                __mma7[__j] = 0.0f32;
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<2>();
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                ::kernel_std::__private::device::unroll::<
-                  4usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__v: usize| {
-                    let __j: usize = __jc * 4usize + __v;
-                    let __f: usize = __f0 + __v;
-                    ::kernel_std::__private::device::store(
-                      (__smem.add(1536usize)
-                        as *mut ::kernel_std::__private::device::BF16)
-                        .add(
-                          ({
-                            let __sf: usize = __f;
-                            ({
-                              let __r: usize = __sf / 32usize;
-                              __r * 32usize
-                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                            }) + __sf % 8
-                          }),
-                        ),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_bt,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = {
-                                      let __tf: usize = __f;
-                                      (__tf % 32usize) * 16usize + __tf / 32usize
-                                    };
-                                    0usize + ((__pf / 16usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_k,
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                ::kernel_std::__private::device::store(
+                  (__smem.add(1536usize)
+                    as *mut ::kernel_std::__private::device::BF16)
+                    .add(
+                      ({
+                        let __sf: usize = __f;
+                        ({
+                          let __r: usize = __sf / 32usize;
+                          __r * 32usize
+                            + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                        }) + __sf % 8
+                      }),
+                    ),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_bt,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = {
+                                  let __tf: usize = __f;
+                                  (__tf % 32usize) * 16usize + __tf / 32usize
+                                };
+                                0usize + ((__pf / 16usize) % 32usize) * 1usize
+                              }) as i32,
                             ),
-                          ),
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = {
-                                    let __tf: usize = __f;
-                                    (__tf % 32usize) * 16usize + __tf / 32usize
-                                  };
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = {
-                                    let __tf: usize = __f;
-                                    (__tf % 32usize) * 16usize + __tf / 32usize
-                                  };
-                                  0usize + ((__pf / 1usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
                           __p_k,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_bt,
-                            __len_bt,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = {
+                                let __tf: usize = __f;
+                                (__tf % 32usize) * 16usize + __tf / 32usize
+                              };
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
                     );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = {
+                                let __tf: usize = __f;
+                                (__tf % 32usize) * 16usize + __tf / 32usize
+                              };
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_bt,
+                        __len_bt,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
                   },
                 );
               },
             );
-            ::kernel_std::__private::device::cp_async_wait_all();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + (__buf0 as usize) * 512usize) as u32;
-              let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-                + 1536usize as u32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + (0usize + (__buf0 as usize) * 512usize) as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + 1536usize as u32;
+          ::kernel_std::__private::device::unroll::<
+            1usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
               ::kernel_std::__private::device::unroll::<
                 1usize,
                 _,
               >(
                 #[inline(always)]
-                |__ks: usize| {
-                  let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                        __sa
-                          + (({
-                            let __r: usize = (__warp / 4usize) * 16usize + __i * 16
-                              + __lane % 16;
-                            __r * 16usize
-                              + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
-                                * 8)
-                          }) * 2) as u32,
-                      );
-                    },
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 4usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 16usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 4usize) % 2usize))
+                            * 8)
+                      }) * 2) as u32,
                   );
-                  ::kernel_std::__private::device::unroll::<
-                    0usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__jp: usize| {
-                      let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                        __sb
-                          + (({
-                            let __r: usize = __ks * 16 + __lane % 16;
-                            __r * 32usize
-                              + ((((__warp % 4usize) * 1usize + 2 * __jp + __lane / 16)
-                                ^ ((__r / 2usize) % 4usize)) * 8)
-                          }) * 2) as u32,
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 1usize + 2 * __jp) * 4;
-                          let __d = ::kernel_std::__private::device::mma_bf16(
-                            __af[__i],
-                            [__bq[0], __bq[1]],
-                            [
-                              __mma7[__b],
-                              __mma7[__b + 1],
-                              __mma7[__b + 2],
-                              __mma7[__b + 3],
-                            ],
-                          );
-                          __mma7[__b] = __d[0];
-                          __mma7[__b + 1] = __d[1];
-                          __mma7[__b + 2] = __d[2];
-                          __mma7[__b + 3] = __d[3];
-                        },
-                      );
-                      ::kernel_std::__private::device::unroll::<
-                        1usize,
-                        _,
-                      >(
-                        #[inline(always)]
-                        |__i: usize| {
-                          let __b: usize = (__i * 1usize + 2 * __jp + 1) * 4;
-                          let __d = ::kernel_std::__private::device::mma_bf16(
-                            __af[__i],
-                            [__bq[2], __bq[3]],
-                            [
-                              __mma7[__b],
-                              __mma7[__b + 1],
-                              __mma7[__b + 2],
-                              __mma7[__b + 3],
-                            ],
-                          );
-                          __mma7[__b] = __d[0];
-                          __mma7[__b + 1] = __d[1];
-                          __mma7[__b + 2] = __d[2];
-                          __mma7[__b + 3] = __d[3];
-                        },
-                      );
-                    },
-                  );
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x2_trans(
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                0usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
                     __sb
                       + (({
                         let __r: usize = __ks * 16 + __lane % 16;
                         __r * 32usize
-                          + ((((__warp % 4usize) * 1usize + 0usize)
+                          + ((((__warp % 4usize) * 1usize + 2 * __jp + __lane / 16)
                             ^ ((__r / 2usize) % 4usize)) * 8)
                       }) * 2) as u32,
                   );
@@ -1640,10 +1592,33 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                   >(
                     #[inline(always)]
                     |__i: usize| {
-                      let __b: usize = (__i * 1usize + 0usize) * 4;
+                      let __b: usize = (__i * 1usize + 2 * __jp) * 4;
                       let __d = ::kernel_std::__private::device::mma_bf16(
                         __af[__i],
-                        __bq,
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
+                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 1usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_bf16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
                         [
                           __mma7[__b],
                           __mma7[__b + 1],
@@ -1659,58 +1634,58 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                   );
                 },
               );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = ((__warp / 4usize) * 16usize
-                  + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8
-                  + __lane / 4) * 32usize + (__warp % 4usize) * 8usize
-                  + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(2560usize) as *mut f32).add(__f),
-                  __mma7[__j],
-                );
-              },
-            );
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jc: usize| {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                ::kernel_std::__private::device::unroll::<
-                  4usize,
-                  _,
-                >(
-                  #[inline(always)]
-                  |__v: usize| {
-                    let __j: usize = __jc * 4usize + __v;
-                    let __f: usize = __f0 + __v;
-                    acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                      acc_3[__j],
-                      ::kernel_std::__private::device::load(
-                        (__smem.add(2560usize) as *mut f32).add(__f),
-                      ),
-                    );
-                  },
-                );
-              },
-            );
-            ::kernel_std::__private::device::bar_sync();
-            __buf0 = if __buf0 == 2u32 { 0 } else { __buf0 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+              let __bq = ::kernel_std::__private::device::ldmatrix_x2_trans(
+                __sb
+                  + (({
+                    let __r: usize = __ks * 16 + __lane % 16;
+                    __r * 32usize
+                      + ((((__warp % 4usize) * 1usize + 0usize)
+                        ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) * 2) as u32,
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  let __b: usize = (__i * 1usize + 0usize) * 4;
+                  let __d = ::kernel_std::__private::device::mma_bf16(
+                    __af[__i],
+                    __bq,
+                    [
+                      __mma7[__b],
+                      __mma7[__b + 1],
+                      __mma7[__b + 2],
+                      __mma7[__b + 3],
+                    ],
+                  );
+                  __mma7[__b] = __d[0];
+                  __mma7[__b + 1] = __d[1];
+                  __mma7[__b + 2] = __d[2];
+                  __mma7[__b + 3] = __d[3];
+                },
+              );
+            },
+          );
         }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 4usize) * 16usize
+              + ((__j) / 4usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+              * 32usize + (__warp % 4usize) * 8usize
+              + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(2560usize) as *mut f32).add(__f),
+              __mma7[__j],
+            );
+          },
+        );
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
           1usize,
@@ -1719,9 +1694,6 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -1730,116 +1702,154 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               |__v: usize| {
                 let __j: usize = __jc * 4usize + __v;
                 let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_c,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
+                acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  acc_3[__j],
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(2560usize) as *mut f32).add(__f),
                   ),
+                );
+              },
+            );
+          },
+        );
+        ::kernel_std::__private::device::bar_sync();
+        __buf0 = if __buf0 == 2u32 { 0 } else { __buf0 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+        let mut __sm: [bool; 4usize] = [false; 4usize];
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
                       }) as i32,
                     ),
-                );
-                __sv[__v] = acc_3[__j];
-                __sm[__v] = true;
-              },
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
             );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-              && ((1i64) == 1i64
-                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c,
-                __len_c,
-                4usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                4usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-            }
+            __sv[__v] = acc_3[__j];
+            __sm[__v] = true;
           },
         );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && ((1i64) == 1i64
+            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c,
+            __len_c,
+            4usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            4usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "bf16_dot_trans"))]

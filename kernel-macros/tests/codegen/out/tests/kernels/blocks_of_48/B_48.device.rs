@@ -35,225 +35,30 @@ pub unsafe extern "ptx-kernel" fn blocks_of_48__B_48(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __dot0: [f32; 18usize] = [0.0f32; 18usize];
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __dot0: [f32; 18usize] = [0.0f32; 18usize];
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          9usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 48usize) % 48usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            48i64,
-                          ),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 48usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(4608usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__f),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 48usize) % 48usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            48i64,
-                          ),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 48usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __row = __f / 48usize;
-                let __col = __f % 48usize;
-                let __pa = (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__row * 48usize);
-                let __pb = (__smem.add(4608usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__col);
-                let mut __s: f32 = 0.0f32;
-                for __k in 0..48usize {
-                  let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(__pa.add(__k)),
-                  );
-                  let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    ::kernel_std::__private::device::load(
-                      __pb.add(__k * 48usize),
-                    ),
-                  );
-                  __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-                }
-                __dot0[__j] = __s;
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut acc_3: [f32; 18usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                acc_3[__j] = __dot0[__j];
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    __p_c,
+                    __p_a,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
@@ -275,406 +80,565 @@ pub unsafe extern "ptx-kernel" fn blocks_of_48__B_48(
                       }) as i32,
                     ),
                 );
-                __sv[__v] = acc_3[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && ((1i64) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_c,
-                __len_c,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c,
-                  __len_c,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  acc_3[__j],
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __po = __smem.add(9216usize) as *mut f32;
-          let mut __o: usize = __warp;
-          while __o < 48usize {
-            let __base = (__o / 1usize) * (48usize * 1usize)
-              + (__o % 1usize);
-            let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0,
-            );
-            let mut __rr: usize = __lane;
-            while __rr < 48usize {
-              let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-                ::kernel_std::__private::device::load(
-                  __px.add(__base + __rr * 1usize),
-                ),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                __v,
-              );
-              __rr += 32;
-            }
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              16u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              8u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::add(
-              __a,
-              __v,
-            );
-            if __lane == 0 {
-              ::kernel_std::__private::device::store(__po.add(__o), __a);
-            }
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 48usize {
-              __red1[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                ::kernel_std::__private::device::load(
-                  (__smem.add(9216usize) as *mut f32).add(__f),
-                ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 48usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_row_sum,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_row_sum,
-                  __len_row_sum,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          9usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  acc_3[__j],
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __po = __smem.add(9216usize) as *mut f32;
-          let mut __o: usize = __warp;
-          while __o < 48usize {
-            let __base = (__o / 48usize) * (48usize * 48usize)
-              + (__o % 48usize);
-            let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
-            let mut __rr: usize = __lane;
-            while __rr < 48usize {
-              let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
-                ::kernel_std::__private::device::load(
-                  __px.add(__base + __rr * 48usize),
-                ),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                __a,
-                __v,
-              );
-              __rr += 32;
-            }
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              16u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              8u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              __v,
-            );
-            let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            );
-            __a = <f32 as ::kernel_std::__private::device::Num>::max(
-              __a,
-              __v,
-            );
-            if __lane == 0 {
-              ::kernel_std::__private::device::store(__po.add(__o), __a);
-            }
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 48usize {
-              __red2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                ::kernel_std::__private::device::load(
-                  (__smem.add(9216usize) as *mut f32).add(__f),
-                ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 48usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_col_max,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_col_max,
-                  __len_col_max,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red2[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 48usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_v,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
                     __a,
-                    __p_v,
-                    __len_v,
-                    __fnote,
-                    5u32,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
                     ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_v,
-                            (0i32).wrapping_add((__f) as i32),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32).wrapping_add((__f) as i32),
-                            __p_n,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v,
-                              __len_v,
-                              __fnote,
-                              5u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        },
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          2f64,
-                        ),
-                      ),
-                    );
-                  }
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                 }
-              }
-            }
+              },
+            );
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(4608usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__f),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_b,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 48usize) % 48usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        48i64,
+                      ),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 48usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __row = __f / 48usize;
+            let __col = __f % 48usize;
+            let __pa = (__smem.add(0usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__row * 48usize);
+            let __pb = (__smem.add(4608usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__col);
+            let mut __s: f32 = 0.0f32;
+            for __k in 0..::kernel_std::__private::device::opaque_usize(
+              48usize,
+            ) {
+              let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(__pa.add(__k)),
+              );
+              let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                ::kernel_std::__private::device::load(
+                  __pb.add(__k * 48usize),
+                ),
+              );
+              __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+            }
+            __dot0[__j] = __s;
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut acc_3: [f32; 18usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            acc_3[__j] = __dot0[__j];
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 48usize) % 48usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    48i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 48usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = acc_3[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && ((1i64) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_c,
+            __len_c,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_c,
+              __len_c,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              acc_3[__j],
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __po = __smem.add(9216usize) as *mut f32;
+      let mut __o: usize = __warp;
+      while __o < 48usize {
+        let __base = (__o / 1usize) * (48usize * 1usize) + (__o % 1usize);
+        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0,
+        );
+        let mut __rr: usize = __lane;
+        while __rr < 48usize {
+          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
+            ::kernel_std::__private::device::load(
+              __px.add(__base + __rr * 1usize),
+            ),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+          __rr += 32;
+        }
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          16u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          8u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          4u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          2u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          1u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::add(__a, __v);
+        if __lane == 0 {
+          ::kernel_std::__private::device::store(__po.add(__o), __a);
+        }
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 48usize {
+          __red1[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+            ::kernel_std::__private::device::load(
+              (__smem.add(9216usize) as *mut f32).add(__f),
+            ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 48usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_row_sum,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_row_sum,
+              __len_row_sum,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      9usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              acc_3[__j],
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __po = __smem.add(9216usize) as *mut f32;
+      let mut __o: usize = __warp;
+      while __o < 48usize {
+        let __base = (__o / 48usize) * (48usize * 48usize) + (__o % 48usize);
+        let mut __a: f32 = <f32 as ::kernel_std::__private::device::Bounds>::lowest();
+        let mut __rr: usize = __lane;
+        while __rr < 48usize {
+          let __v = <f32 as ::kernel_std::__private::device::Elem>::to_f32(
+            ::kernel_std::__private::device::load(
+              __px.add(__base + __rr * 48usize),
+            ),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+          __rr += 32;
+        }
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          16u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          8u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          4u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          2u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+        let __v = <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+          __a,
+          1u32,
+        );
+        __a = <f32 as ::kernel_std::__private::device::Num>::max(__a, __v);
+        if __lane == 0 {
+          ::kernel_std::__private::device::store(__po.add(__o), __a);
+        }
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 48usize {
+          __red2[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+            ::kernel_std::__private::device::load(
+              (__smem.add(9216usize) as *mut f32).add(__f),
+            ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 48usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_col_max,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_col_max,
+              __len_col_max,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red2[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 48usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_v,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_v,
+                __len_v,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_v,
+                        (0i32).wrapping_add((__f) as i32),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_n,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v,
+                          __len_v,
+                          __fault,
+                          __tag,
+                          5u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      2f64,
+                    ),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "blocks_of_48"))]

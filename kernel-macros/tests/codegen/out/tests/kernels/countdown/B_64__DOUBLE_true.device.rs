@@ -26,59 +26,28 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut acc_1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut acc_1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              acc_1[__j] = (0i32);
-            }
-          },
-        );
-        {
-          let __start: i32 = __p_n;
-          let __end: i32 = (0i32);
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Num>::neg(
-            (3i32),
-          );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let k_2: i32 = __i;
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f = __tid + __j * 128usize;
-                if __f < 64usize {
-                  acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
-                    acc_1[__j],
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32).wrapping_add((__f) as i32),
-                      k_2,
-                    ),
-                  );
-                }
-              },
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          acc_1[__j] = (0i32);
         }
+      },
+    );
+    {
+      let __start: i32 = __p_n;
+      let __end: i32 = (0i32);
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Num>::neg((3i32));
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k_2: i32 = __i;
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -87,76 +56,98 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
           |__j: usize| {
             let __f = __tid + __j * 128usize;
             if __f < 64usize {
-              acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
+              acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
                 acc_1[__j],
-                (2i32),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((__f) as i32),
+                  k_2,
+                ),
               );
             }
           },
         );
-        if <i32 as ::kernel_std::__private::device::Num>::gt(__p_bonus, (0i32)) {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
-                  acc_1[__j],
-                  __p_bonus,
-                );
-              }
-            },
-          );
-        } else {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 64usize {
-                acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::sub(
-                  acc_1[__j],
-                  (1i32),
-                );
-              }
-            },
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
+            acc_1[__j],
+            (2i32),
           );
         }
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  0u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, acc_1[__j]);
-                }
-              }
-            }
-          },
-        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if <i32 as ::kernel_std::__private::device::Num>::gt(__p_bonus, (0i32)) {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::add(
+              acc_1[__j],
+              __p_bonus,
+            );
+          }
+        },
+      );
+    } else {
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 64usize {
+            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::sub(
+              acc_1[__j],
+              (1i32),
+            );
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              0u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, acc_1[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "countdown"))]

@@ -34,275 +34,273 @@ pub unsafe extern "ptx-kernel" fn elementwise__B_8(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              v_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_h,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_h,
-                  __len_h,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      f32,
-                      ::kernel_std::__private::device::F16,
-                    >(v_1[__j]),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_ints,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_ints,
-                  __len_ints,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i32 as ::kernel_std::__private::device::Num>::rem(
-                      <i32 as ::kernel_std::__private::device::Num>::div(
-                        ::kernel_std::__private::device::cast::<
-                          f32,
-                          i32,
-                        >(
-                          <f32 as ::kernel_std::__private::device::Num>::mul(
-                            v_1[__j],
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              10000000000f64,
-                            ),
-                          ),
-                        ),
-                        (7i32),
-                      ),
-                      (5i32),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_wide,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_wide,
-                  __len_wide,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i64 as ::kernel_std::__private::device::Num>::sub(
-                      <i64 as ::kernel_std::__private::device::Int>::shl(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          i64,
-                        >((0i32).wrapping_add((__f) as i32)),
-                        (40i64),
-                      ),
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        i64,
-                      >((0i32).wrapping_add((__f) as i32)),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_u,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_u,
-                  __len_u,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <u32 as ::kernel_std::__private::device::Int>::or(
-                      <u32 as ::kernel_std::__private::device::Int>::xor(
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          u32,
-                        >((0i32).wrapping_add((__f) as i32)),
-                        <u32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          3i64,
-                        ),
-                      ),
-                      <u32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_f,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_f,
-                  __len_f,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Float>::exp(
-                          if <f32 as ::kernel_std::__private::device::Num>::gt(
-                            v_1[__j],
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            ),
-                          ) {
-                            <f32 as ::kernel_std::__private::device::Float>::sqrt(
-                              v_1[__j],
-                            )
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Num>::min(
-                              v_1[__j],
-                              <f32 as ::kernel_std::__private::device::Num>::neg(
-                                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  1f64,
-                                ),
-                              ),
-                            )
-                          },
-                        ),
-                        <f32 as ::kernel_std::__private::device::Float>::abs(
-                          v_1[__j],
-                        ),
-                      ),
-                      <f32 as ::kernel_std::__private::device::Float>::floor(
-                        v_1[__j],
-                      ),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
+          };
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_h,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_h,
+              __len_h,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  f32,
+                  ::kernel_std::__private::device::F16,
+                >(v_1[__j]),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_ints,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_ints,
+              __len_ints,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    ::kernel_std::__private::device::cast::<
+                      f32,
+                      i32,
+                    >(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        v_1[__j],
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          10000000000f64,
+                        ),
+                      ),
+                    ),
+                    (7i32),
+                  ),
+                  (5i32),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_wide,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_wide,
+              __len_wide,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i64 as ::kernel_std::__private::device::Num>::sub(
+                  <i64 as ::kernel_std::__private::device::Int>::shl(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      i64,
+                    >((0i32).wrapping_add((__f) as i32)),
+                    (40i64),
+                  ),
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >((0i32).wrapping_add((__f) as i32)),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_u,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_u,
+              __len_u,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <u32 as ::kernel_std::__private::device::Int>::or(
+                  <u32 as ::kernel_std::__private::device::Int>::xor(
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      u32,
+                    >((0i32).wrapping_add((__f) as i32)),
+                    <u32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3i64,
+                    ),
+                  ),
+                  <u32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_f,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_f,
+              __len_f,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Float>::exp(
+                      if <f32 as ::kernel_std::__private::device::Num>::gt(
+                        v_1[__j],
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        ),
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Float>::sqrt(
+                          v_1[__j],
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Num>::min(
+                          v_1[__j],
+                          <f32 as ::kernel_std::__private::device::Num>::neg(
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              1f64,
+                            ),
+                          ),
+                        )
+                      },
+                    ),
+                    <f32 as ::kernel_std::__private::device::Float>::abs(
+                      v_1[__j],
+                    ),
+                  ),
+                  <f32 as ::kernel_std::__private::device::Float>::floor(
+                    v_1[__j],
+                  ),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "elementwise"))]

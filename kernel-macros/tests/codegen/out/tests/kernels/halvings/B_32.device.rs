@@ -29,208 +29,198 @@ pub unsafe extern "ptx-kernel" fn halvings__B_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              v_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut k_2: i32 = (0i32);
-        loop {
-          let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 32usize {
-                let __x = v_1[__j];
-                let __i: usize = {
-                  const __L: [usize; 1usize] = [0usize];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              }
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  4u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  8u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  16u32,
-                ),
-              );
-            },
-          );
-          if ((__lane as u32) & 31u32) == 0 {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __w: usize = 0;
-            let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-            if __f < 32usize {
-              let __o: usize = ((__f >> 5u32) << 0u32)
-                | (__f & ((1usize << 0u32) - 1));
-              ::kernel_std::__private::device::store(
-                __po.add(__o * 1usize + __w),
-                __p[0usize],
-              );
-            }
-          }
-          ::kernel_std::__private::device::bar_sync();
-          let __red0: f32 = {
-            let __po = __smem.add(0usize) as *mut f32;
-            let __o: usize = (0usize) * 1usize;
-            let mut __a: f32 = ::kernel_std::__private::device::load(
-              __po.add(__o),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              (0i32).wrapping_add((__f) as i32),
             );
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
+            }
           };
-          ::kernel_std::__private::device::bar_sync();
-          let mut while_cond_3: bool = <f32 as ::kernel_std::__private::device::Num>::gt(
-            __red0,
-            __p_limit,
-          );
-          if !while_cond_3 {
-            break;
+        }
+      },
+    );
+    let mut k_2: i32 = (0i32);
+    loop {
+      let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 32usize {
+            let __x = v_1[__j];
+            let __i: usize = {
+              const __L: [usize; 1usize] = [0usize];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
           }
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f = __tid + __j * 128usize;
-              if __f < 32usize {
-                v_1[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  v_1[__j],
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0.5f64,
-                  ),
-                );
-              }
-            },
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
           );
-          k_2 = <i32 as ::kernel_std::__private::device::Num>::add(
-            k_2,
-            (1i32),
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              4u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              8u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              16u32,
+            ),
+          );
+        },
+      );
+      if ((__lane as u32) & 31u32) == 0 {
+        let __po = __smem.add(0usize) as *mut f32;
+        let __w: usize = 0;
+        let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+        if __f < 32usize {
+          let __o: usize = ((__f >> 5u32) << 0u32)
+            | (__f & ((1usize << 0u32) - 1));
+          ::kernel_std::__private::device::store(
+            __po.add(__o * 1usize + __w),
+            __p[0usize],
           );
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, v_1[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      }
+      ::kernel_std::__private::device::bar_sync();
+      let __red0: f32 = {
+        let __po = __smem.add(0usize) as *mut f32;
+        let __o: usize = (0usize) * 1usize;
+        let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+      };
+      ::kernel_std::__private::device::bar_sync();
+      let mut while_cond_3: bool = <f32 as ::kernel_std::__private::device::Num>::gt(
+        __red0,
+        __p_limit,
+      );
+      if !while_cond_3 {
+        break;
+      }
+      ::kernel_std::__private::device::unroll::<
+        1usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f = __tid + __j * 128usize;
+          if __f < 32usize {
+            v_1[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              v_1[__j],
+              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                0.5f64,
+              ),
+            );
+          }
+        },
+      );
+      k_2 = <i32 as ::kernel_std::__private::device::Num>::add(k_2, (1i32));
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
           {
-            let __a = __p_steps;
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
             if ::kernel_std::__private::device::in_bounds(
               __a,
-              __p_steps,
-              __len_steps,
-              __fnote,
-              2u32,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, k_2);
+              ::kernel_std::__private::device::store(__a, v_1[__j]);
             }
           }
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_steps;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_steps,
+          __len_steps,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, k_2);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "halvings"))]

@@ -30,1577 +30,1569 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut v_2: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true;
+    let mut v_2: [i32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q4 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 4usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q5 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 5usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q6 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 6usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q7 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            (__q0 as usize) % 4 == 0 && true
+              && ((1i64) == 1i64
+                && (__q7 as usize) == (__q0 as usize) + 28usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                8usize,
+              )
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld0_all: [[i32; 8usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+          let __ld0: [i32; 8usize] = {
+            let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q4: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 4usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q5: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 5usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q6: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 6usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q7: *mut i32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 512usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    512i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 1usize) % 512usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_any::<
+                i32,
+                8usize,
+              >(
+                __q0,
+                !false,
+                [
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                ],
+                false,
+              )
+            } else if true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q7 as usize) == (__q0 as usize) + 28usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                8usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                i32,
+                8usize,
+              >(__q0)
+            } else {
+              [
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q4,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q4)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q5,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q5)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q6,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q6)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q7,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q7)
+                } else {
+                  <i32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld0_all[__jc] = __ld0;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+          let __ld0: [i32; 8usize] = __ld0_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = __ld0[__v];
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      v_2 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_2 = v_2;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             2usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && ((1i64) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 28usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    8usize,
-                  )
-              } | false);
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[i32; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let __ld0: [i32; 8usize] = {
-                let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q4: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q5: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q6: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q7: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 512usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        512i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 512usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    i32,
-                    8usize,
-                  >(
-                    __q0,
-                    !false,
-                    [
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                      <i32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if true && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 28usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    i32,
-                    8usize,
-                  >(__q0)
-                } else {
-                  [
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let __ld0: [i32; 8usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  v_2[__j] = __ld0[__v];
-                },
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                15usize,
               );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          v_2 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut v_2 = v_2;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 8usize + __v,
-                    15usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  v_2[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_x,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 512usize) % 4usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            512i64,
-                          ),
-                        ),
-                      ),
+              let __f: usize = __f0 + __v;
+              v_2[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 512usize) * 1usize
+                            0usize + ((__pf / 512usize) % 4usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i32 as ::core::default::Default>::default()
-                    }
-                  };
-                }
-                __jc += 1;
-              }
-              v_2
-            },
-          );
-        }
-        let mut __red1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red2[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      4i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red2[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (2i32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4i64,
+                        512i64,
                       ),
                     ),
                   ),
-                  (0i32).wrapping_add((__f) as i32),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 512usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red3[__j]);
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <i32 as ::core::default::Default>::default()
                 }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red4[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                (__a)
               };
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              let __x = __red4[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                (__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 3u32) == 0 {
-          let __po = __smem.add(32usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 4usize {
-            let __o: usize = ((__f >> 2u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
+            __jc += 1;
           }
+          v_2
+        },
+      );
+    }
+    let mut __red1: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            (__a)
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __red5: i32 = {
-          let __po = __smem.add(32usize) as *mut i32;
-          let __o: usize = (0usize) * 1usize;
-          let mut __a: i32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          (__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
               __p_out,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (3i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  4i64,
-                ),
-              ),
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
               __p_out,
               __len_out,
-              __fnote,
+              __fault,
+              __tag,
               2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red5);
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
             }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 2usize];
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red2: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          2usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_h,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 512usize) % 4usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          512i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 512usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_h,
-                      __len_h,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                    1usize, 1usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                    __x,
-                  ),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
               __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
+              (__x),
             );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 9u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red6[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_hout,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_hout,
-                  __len_hout,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    ::kernel_std::__private::device::cast::<
-                      ::kernel_std::__private::device::F16,
-                      f32,
-                    >(__red6[__j]),
-                  );
-                }
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red2[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  4i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red2[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (2i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red3[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red4[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          let __x = __red4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            (__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 3u32) == 0 {
+      let __po = __smem.add(32usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 4usize {
+        let __o: usize = ((__f >> 2u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red5: i32 = {
+      let __po = __smem.add(32usize) as *mut i32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: i32 = ::kernel_std::__private::device::load(__po.add(__o));
+      (__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          __p_out,
+          <i32 as ::kernel_std::__private::device::Num>::mul(
+            (3i32),
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(4i64),
+          ),
+        );
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red5);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red6: [::kernel_std::__private::device::F16; 1usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 512usize) % 4usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      512i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 512usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_h,
+                  __len_h,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+                1usize, 1usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+                __x,
+              ),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 9u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red6[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+              __a,
+            )
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_hout,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_hout,
+              __len_hout,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__red6[__j]),
+              );
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "long_reductions"))]

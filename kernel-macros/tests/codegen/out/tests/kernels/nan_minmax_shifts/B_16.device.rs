@@ -38,479 +38,474 @@ pub unsafe extern "ptx-kernel" fn nan_minmax_shifts__B_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut x_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut x_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              x_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_a,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_a,
-                    __len_a,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          x_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_a,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_a,
+                __len_a,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
             }
-          },
-        );
-        let mut y_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              y_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_b,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_b,
-                    __len_b,
-                    __fnote,
-                    1u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_lo,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_lo,
-                  __len_lo,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <f32 as ::kernel_std::__private::device::Num>::min(
-                      x_1[__j],
-                      y_2[__j],
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_hi,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_hi,
-                  __len_hi,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <f32 as ::kernel_std::__private::device::Num>::max(
-                      x_1[__j],
-                      y_2[__j],
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              let __x = x_1[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
+          };
+        }
+      },
+    );
+    let mut y_2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          y_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_b,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_b,
+                __len_b,
+                __fault,
+                __tag,
                 1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 16usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red0: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_red;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              4u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, __red0);
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
             }
-          }
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              let __x = x_1[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 16usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red1: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (1i32),
+              __p_lo,
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              4u32,
+              __p_lo,
+              __len_lo,
+              __fault,
+              __tag,
+              2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red1);
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::min(
+                  x_1[__j],
+                  y_2[__j],
+                ),
+              );
             }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut w_3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              w_3[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_v,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_v,
-                    __len_v,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_hi,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_hi,
+              __len_hi,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <f32 as ::kernel_std::__private::device::Num>::max(
+                  x_1[__j],
+                  y_2[__j],
+                ),
+              );
             }
-          },
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          let __x = x_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        let mut k_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              k_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_s,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_s,
-                    __len_s,
-                    __fnote,
-                    6u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <i32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_shifted,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_shifted,
-                  __len_shifted,
-                  __fnote,
-                  7u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i32 as ::kernel_std::__private::device::Int>::shl(
-                      w_3[__j],
-                      k_4[__j],
-                    ),
-                  );
-                }
-              }
-            }
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_shifted,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_shifted,
-                  __len_shifted,
-                  __fnote,
-                  7u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i32 as ::kernel_std::__private::device::Int>::shr(
-                      w_3[__j],
-                      k_4[__j],
-                    ),
-                  );
-                }
-              }
-            }
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 16usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red0: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_red;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          4u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red0);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          let __x = x_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 16usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red1: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (1i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          4u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red1);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut w_3: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          w_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_v,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_v,
+                __len_v,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut k_4: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          k_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_s,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_s,
+                __len_s,
+                __fault,
+                __tag,
+                6u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i32 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_shifted,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_shifted,
+              __len_shifted,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Int>::shl(
+                  w_3[__j],
+                  k_4[__j],
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_shifted,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_shifted,
+              __len_shifted,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Int>::shr(
+                  w_3[__j],
+                  k_4[__j],
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "nan_minmax_shifts"))]

@@ -30,103 +30,97 @@ pub unsafe extern "ptx-kernel" fn pick__B_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            (0i32).wrapping_add((__f) as i32),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
                 (0i32).wrapping_add((__f) as i32),
-                __p_n,
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
               ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_out,
-                    __len_out,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      {
-                        let __a = {
-                          let __wa = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(__p_x, __p_offset),
-                            (0i32).wrapping_add((__f) as i32),
-                          );
-                          let __wb = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(__p_y, __p_offset),
-                            (0i32).wrapping_add((__f) as i32),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::eq(
-                            <i32 as ::kernel_std::__private::device::Num>::rem(
-                              (0i32).wrapping_add((__f) as i32),
-                              (2i32),
-                            ),
-                            (0i32),
-                          ) {
-                            __wa
-                          } else {
-                            __wb
-                          }
-                        };
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                ::kernel_std::__private::device::store(
+                  __a,
+                  {
+                    let __a = {
+                      let __wa = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(__p_x, __p_offset),
+                        (0i32).wrapping_add((__f) as i32),
+                      );
+                      let __wb = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(__p_y, __p_offset),
+                        (0i32).wrapping_add((__f) as i32),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::eq(
+                        <i32 as ::kernel_std::__private::device::Num>::rem(
                           (0i32).wrapping_add((__f) as i32),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds_any(
-                            __a,
-                            &[
-                              (
-                                __p_x as u64,
-                                __len_x.saturating_mul(::core::mem::size_of::<f32>() as u64),
-                              ),
-                              (
-                                __p_y as u64,
-                                __len_y.saturating_mul(::core::mem::size_of::<f32>() as u64),
-                              ),
-                              (
-                                __p_out as u64,
-                                __len_out
-                                  .saturating_mul(::core::mem::size_of::<f32>() as u64),
-                              ),
-                            ],
-                            __fnote,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                    );
-                  }
-                }
+                          (2i32),
+                        ),
+                        (0i32),
+                      ) {
+                        __wa
+                      } else {
+                        __wb
+                      }
+                    };
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds_any(
+                        __a,
+                        &[
+                          (
+                            __p_x as u64,
+                            __len_x.saturating_mul(::core::mem::size_of::<f32>() as u64),
+                          ),
+                          (
+                            __p_y as u64,
+                            __len_y.saturating_mul(::core::mem::size_of::<f32>() as u64),
+                          ),
+                          (
+                            __p_out as u64,
+                            __len_out
+                              .saturating_mul(::core::mem::size_of::<f32>() as u64),
+                          ),
+                        ],
+                        __fault,
+                        __tag,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                );
               }
             }
-          },
-        );
+          }
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "pick"))]

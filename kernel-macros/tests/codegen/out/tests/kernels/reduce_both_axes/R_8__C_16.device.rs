@@ -29,348 +29,331 @@ pub unsafe extern "ptx-kernel" fn reduce_both_axes__R_8__C_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut tile_0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
+      ::kernel_std::__private::device::program_id(0u32),
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        ::kernel_std::__private::device::num_programs(0u32),
+        ::kernel_std::__private::device::program_id(1u32),
+      ),
+    );
+    if <i32 as ::kernel_std::__private::device::Num>::ge(tile_0, __p_limit) {
+      return;
+    } else {}
+    let mut base_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+      __p_x,
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::mul(
+          tile_0,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+        ),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+      ),
+    );
+    let mut v_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut tile_0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          ::kernel_std::__private::device::program_id(0u32),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            ::kernel_std::__private::device::num_programs(0u32),
-            ::kernel_std::__private::device::program_id(1u32),
-          ),
-        );
-        if <i32 as ::kernel_std::__private::device::Num>::ge(tile_0, __p_limit) {
-          return;
-        } else {}
-        let mut base_3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-          __p_x,
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              tile_0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                8i64,
-              ),
-            ),
-            <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
-          ),
-        );
-        let mut v_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              v_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    base_3,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 16usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                base_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        0usize + ((__pf / 16usize) % 8usize) * 1usize
                       }) as i32,
                     ),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
             }
-          },
-        );
-        let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = v_4[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              __red0[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_row_sum,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      tile_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        8i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_row_sum,
-                  __len_row_sum,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red0[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              let __x = v_4[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 16u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
+      },
+    );
+    let mut __red0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_col_max,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      tile_0,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_col_max,
-                  __len_col_max,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
-            }
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red0[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_row_sum,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  tile_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    8i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_row_sum,
+              __len_row_sum,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red0[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          let __x = v_4[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_col_max,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  tile_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_col_max,
+              __len_col_max,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reduce_both_axes"))]

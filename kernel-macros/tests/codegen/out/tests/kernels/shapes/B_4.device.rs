@@ -27,113 +27,68 @@ pub unsafe extern "ptx-kernel" fn shapes__B_4(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut s_0: f32 = {
+      let __a = __p_scalar;
+      if true
+        && ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_scalar,
+          __len_scalar,
+          __fault,
+          __tag,
+          0u32,
+          ::core::line!(),
+        )
+      {
+        ::kernel_std::__private::device::load(__a)
+      } else {
+        <f32 as ::core::default::Default>::default()
+      }
+    };
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut s_0: f32 = {
-          let __a = __p_scalar;
-          if true
-            && ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_scalar,
-              __len_scalar,
-              __fnote,
-              0u32,
-              ::core::line!(),
-            )
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 16usize {
           {
-            ::kernel_std::__private::device::load(__a)
-          } else {
-            <f32 as ::core::default::Default>::default()
-          }
-        };
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0.5f64,
-                        ),
-                        ::kernel_std::__private::device::cast::<
-                          i32,
-                          f32,
-                        >(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 4usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                      ),
-                      s_0,
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_scalar;
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
             if ::kernel_std::__private::device::in_bounds(
               __a,
-              __p_scalar,
-              __len_scalar,
-              __fnote,
-              0u32,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
               ::core::line!(),
             ) {
               ::kernel_std::__private::device::store(
                 __a,
-                ::kernel_std::__private::device::cast::<
-                  i32,
-                  f32,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::max(
-                    <i32 as ::kernel_std::__private::device::Num>::div(
-                      <i32 as ::kernel_std::__private::device::Num>::sub(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          __p_n,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            4i64,
-                          ),
-                        ),
-                        (1i32),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4i64,
-                      ),
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0.5f64,
                     ),
-                    (1i32),
+                    ::kernel_std::__private::device::cast::<
+                      i32,
+                      f32,
+                    >(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 4usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
                   ),
+                  s_0,
                 ),
               );
             }
@@ -141,7 +96,47 @@ pub unsafe extern "ptx-kernel" fn shapes__B_4(
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_scalar;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_scalar,
+          __len_scalar,
+          __fault,
+          __tag,
+          0u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<
+              i32,
+              f32,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::max(
+                <i32 as ::kernel_std::__private::device::Num>::div(
+                  <i32 as ::kernel_std::__private::device::Num>::sub(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      __p_n,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        4i64,
+                      ),
+                    ),
+                    (1i32),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                ),
+                (1i32),
+              ),
+            ),
+          );
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "shapes"))]

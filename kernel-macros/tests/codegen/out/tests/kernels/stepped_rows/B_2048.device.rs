@@ -28,743 +28,1056 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
-        let mut xs_1_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        let mut ys_2_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_n;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            2048i64,
+    let mut row_0: i32 = ::kernel_std::__private::device::program_id(0u32);
+    let mut xs_1_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    let mut ys_2_off: i64 = <i64 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_n;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        2048i64,
+      );
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let off_3: i32 = __i;
+        ::kernel_std::__private::device::bar_sync();
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
           );
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let off_3: i32 = __i;
-            ::kernel_std::__private::device::bar_sync();
-            let __vfast: bool = {
-              let mut __ok: bool = true;
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                (__q0 as usize) % 4 == 0 && true
+                  && (__q1 as usize) == (__q0 as usize) + 2usize
+                  && (__q2 as usize) == (__q0 as usize) + 4usize
+                  && (__q3 as usize) == (__q0 as usize) + 6usize
+                  && (__q4 as usize) == (__q0 as usize) + 8usize
+                  && (__q5 as usize) == (__q0 as usize) + 10usize
+                  && (__q6 as usize) == (__q0 as usize) + 12usize
+                  && (__q7 as usize) == (__q0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    8usize,
+                  )
+              }
+                | {
+                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c5 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x3,
+                      __c5,
+                    )
+                })
+              & ({
+                let __s0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s1 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s2 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s3 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s4 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s5 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s6 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                let __s7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                  ys_2_off,
+                );
+                ((__s0 as usize) % 4 == 0
+                  && (__s1 as usize) == (__s0 as usize) + 2usize
+                  && (__s2 as usize) == (__s0 as usize) + 4usize
+                  && (__s3 as usize) == (__s0 as usize) + 6usize
+                  && (__s4 as usize) == (__s0 as usize) + 8usize
+                  && (__s5 as usize) == (__s0 as usize) + 10usize
+                  && (__s6 as usize) == (__s0 as usize) + 12usize
+                  && (__s7 as usize) == (__s0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y,
+                    __len_y,
+                    8usize,
+                  ))
+              }
+                | {
+                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c2 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x1,
+                    __x0,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x0,
+                      __c2,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+              let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        row_0,
+                        __p_stride,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                  xs_1_off,
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c12 = __p_n;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x11,
+                        __x10,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __c12,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                    false,
+                  )
+                } else if {
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_3,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c9 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x8,
+                      __c9,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (__q1 as usize) == (__q0 as usize) + 2usize
+                  && (__q2 as usize) == (__q0 as usize) + 4usize
+                  && (__q3 as usize) == (__q0 as usize) + 6usize
+                  && (__q4 as usize) == (__q0 as usize) + 8usize
+                  && (__q5 as usize) == (__q0 as usize) + 10usize
+                  && (__q6 as usize) == (__q0 as usize) + 12usize
+                  && (__q7 as usize) == (__q0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_3,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_n,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x,
+                        __len_x,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld6_all[__jc] = __ld6;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+              let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+              let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+              let mut __sm: [bool; 8usize] = [false; 8usize];
+              let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_y,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          row_0,
+                          __p_stride,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    ys_2_off,
+                  );
+                  __sv[__v] = ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_3,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_n,
+                          ) {
+                            __ld6[__v]
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        ),
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          2f64,
+                        ),
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        1f64,
+                      ),
+                    ),
+                  );
+                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_3,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n,
+                  );
+                },
+              );
+              if __vfast {
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                  && __sm[6usize] && __sm[7usize]
+                {
+                  ::kernel_std::__private::device::store_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], true, __sv, false);
+                } else {
+                  if __sm[0usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(0usize),
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(1usize),
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(2usize),
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(3usize),
+                      __sv[3usize],
+                    );
+                  }
+                  if __sm[4usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(4usize),
+                      __sv[4usize],
+                    );
+                  }
+                  if __sm[5usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(5usize),
+                      __sv[5usize],
+                    );
+                  }
+                  if __sm[6usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(6usize),
+                      __sv[6usize],
+                    );
+                  }
+                  if __sm[7usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(7usize),
+                      __sv[7usize],
+                    );
+                  }
+                }
+              } else {
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                  && __sm[6usize] && __sm[7usize]
+                  && (__sp[0] as usize) % 16usize == 0
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+                  && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
+                  && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
+                  && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
+                  && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
+                  && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __sp[0],
+                    __p_y,
+                    __len_y,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::store_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], __sv);
+                } else {
+                  if __sm[0usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[0usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[0usize],
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[1usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[1usize],
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[2usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[2usize],
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[3usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[3usize],
+                      __sv[3usize],
+                    );
+                  }
+                  if __sm[4usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[4usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[4usize],
+                      __sv[4usize],
+                    );
+                  }
+                  if __sm[5usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[5usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[5usize],
+                      __sv[5usize],
+                    );
+                  }
+                  if __sm[6usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[6usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[6usize],
+                      __sv[6usize],
+                    );
+                  }
+                  if __sm[7usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[7usize],
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[7usize],
+                      __sv[7usize],
+                    );
+                  }
+                }
+              }
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
               let __nc: usize = ::kernel_std::__private::device::opaque_usize(
                 2usize,
               );
               let mut __jc: usize = 0;
               while __jc < __nc {
                 let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                __ok = __ok
-                  & ({
-                    let __q0 = ::kernel_std::__private::device::ptr_add(
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
+                  let __f: usize = __f0 + __v;
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q1 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q2 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q4 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q5 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q6 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    (__q0 as usize) % 4 == 0 && true
-                      && (__q1 as usize) == (__q0 as usize) + 2usize
-                      && (__q2 as usize) == (__q0 as usize) + 4usize
-                      && (__q3 as usize) == (__q0 as usize) + 6usize
-                      && (__q4 as usize) == (__q0 as usize) + 8usize
-                      && (__q5 as usize) == (__q0 as usize) + 10usize
-                      && (__q6 as usize) == (__q0 as usize) + 12usize
-                      && (__q7 as usize) == (__q0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        8usize,
-                      )
-                  }
-                    | {
-                      let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c5 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x3,
-                          __c5,
-                        )
-                    })
-                  & ({
-                    let __s0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s1 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s2 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s3 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s4 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s5 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s6 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    let __s7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_y,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      ys_2_off,
-                    );
-                    ((__s0 as usize) % 4 == 0
-                      && (__s1 as usize) == (__s0 as usize) + 2usize
-                      && (__s2 as usize) == (__s0 as usize) + 4usize
-                      && (__s3 as usize) == (__s0 as usize) + 6usize
-                      && (__s4 as usize) == (__s0 as usize) + 8usize
-                      && (__s5 as usize) == (__s0 as usize) + 10usize
-                      && (__s6 as usize) == (__s0 as usize) + 12usize
-                      && (__s7 as usize) == (__s0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __s0,
                         __p_y,
-                        __len_y,
-                        8usize,
-                      ))
-                  }
-                    | {
-                      let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c2 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x0,
-                          __c2,
-                        )
-                    });
-                __jc += 1;
-              }
-              __ok
-            };
-            if __vfast {
-              let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-                ::core::mem::zeroed()
-              };
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
-                    let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          row_0,
+                          __p_stride,
                         ),
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                       ),
-                      xs_1_off,
-                    );
-                    let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_x,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            row_0,
-                            __p_stride,
-                          ),
-                        ),
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      xs_1_off,
-                    );
-                    if __vfast {
-                      ::kernel_std::__private::device::load_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(
-                        __q0,
-                        !{
-                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0)) as i32),
-                          );
-                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          );
-                          let __c12 = __p_n;
-                          <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x11,
-                            __x10,
-                          )
-                            && <i32 as ::kernel_std::__private::device::Num>::ge(
-                              __x10,
-                              __c12,
-                            )
-                        },
-                        [
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          ),
-                        ],
-                      )
-                    } else if {
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_3,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c9 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x8,
-                          __c9,
-                        )
-                    } && (__q0 as usize) % 16usize == 0
-                      && (__q1 as usize) == (__q0 as usize) + 2usize
-                      && (__q2 as usize) == (__q0 as usize) + 4usize
-                      && (__q3 as usize) == (__q0 as usize) + 6usize
-                      && (__q4 as usize) == (__q0 as usize) + 8usize
-                      && (__q5 as usize) == (__q0 as usize) + 10usize
-                      && (__q6 as usize) == (__q0 as usize) + 12usize
-                      && (__q7 as usize) == (__q0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::load_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__q0)
-                    } else {
-                      [
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q0,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q0)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q1,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q1)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q2,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q2)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q3,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q3)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q4,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q4)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q5,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q5)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q6,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q6)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_3,
-                            (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                          ),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __q7,
-                            __p_x,
-                            __len_x,
-                            __fnote,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__q7)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ]
-                    }
-                  };
-                  __ld6_all[__jc] = __ld6;
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__jc: usize| {
-                  let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                  let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                  let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                  let mut __sm: [bool; 8usize] = [false; 8usize];
-                  let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
-                  ::kernel_std::__private::device::unroll::<
-                    8usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__v: usize| {
-                      let __j: usize = __jc * 8usize + __v;
-                      let __f: usize = __f0 + __v;
-                      __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_y,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              row_0,
-                              __p_stride,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        ys_2_off,
-                      );
-                      __sv[__v] = ::kernel_std::__private::device::cast::<
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    ys_2_off,
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_3,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_y,
+                      __len_y,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
                         f32,
                         ::kernel_std::__private::device::F16,
                       >(
@@ -773,21 +1086,44 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
-                            >(
+                            >({
+                              let __a = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_x,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      row_0,
+                                      __p_stride,
+                                    ),
+                                  ),
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                xs_1_off,
+                              );
                               if <i32 as ::kernel_std::__private::device::Num>::lt(
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   off_3,
                                   (0i32).wrapping_add((__f) as i32),
                                 ),
                                 __p_n,
-                              ) {
-                                __ld6[__v]
+                              )
+                                && ::kernel_std::__private::device::in_bounds(
+                                  __a,
+                                  __p_x,
+                                  __len_x,
+                                  __fault,
+                                  __tag,
+                                  0u32,
+                                  ::core::line!(),
+                                )
+                              {
+                                ::kernel_std::__private::device::load(__a)
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
                                 )
-                              },
-                            ),
+                              }
+                            }),
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               2f64,
                             ),
@@ -796,369 +1132,36 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
                             1f64,
                           ),
                         ),
-                      );
-                      __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_3,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_n,
-                      );
-                    },
-                  );
-                  if __vfast {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                    {
-                      ::kernel_std::__private::device::store_vec_any::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], true, __sv);
-                    } else {
-                      if __sm[0usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(0usize),
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(1usize),
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(2usize),
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(3usize),
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(4usize),
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(5usize),
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(6usize),
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize] {
-                        ::kernel_std::__private::device::store(
-                          __sp[0].add(7usize),
-                          __sv[7usize],
-                        );
-                      }
-                    }
-                  } else {
-                    if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                      && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                      && __sm[6usize] && __sm[7usize]
-                      && (__sp[0] as usize) % 16usize == 0
-                      && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                      && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-                      && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-                      && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
-                      && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
-                      && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
-                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __sp[0],
-                        __p_y,
-                        __len_y,
-                        8usize,
-                      )
-                    {
-                      ::kernel_std::__private::device::store_vec::<
-                        ::kernel_std::__private::device::F16,
-                        8usize,
-                      >(__sp[0], __sv);
-                    } else {
-                      if __sm[0usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[0usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[0usize],
-                          __sv[0usize],
-                        );
-                      }
-                      if __sm[1usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[1usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[1usize],
-                          __sv[1usize],
-                        );
-                      }
-                      if __sm[2usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[2usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[2usize],
-                          __sv[2usize],
-                        );
-                      }
-                      if __sm[3usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[3usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[3usize],
-                          __sv[3usize],
-                        );
-                      }
-                      if __sm[4usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[4usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[4usize],
-                          __sv[4usize],
-                        );
-                      }
-                      if __sm[5usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[5usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[5usize],
-                          __sv[5usize],
-                        );
-                      }
-                      if __sm[6usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[6usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[6usize],
-                          __sv[6usize],
-                        );
-                      }
-                      if __sm[7usize]
-                        && ::kernel_std::__private::device::in_bounds(
-                          __sp[7usize],
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __sp[7usize],
-                          __sv[7usize],
-                        );
-                      }
-                    }
+                      ),
+                    );
                   }
-                },
-              );
-            } else {
-              ::core::hint::cold_path();
-              ::kernel_std::__private::device::inline_call(
-                #[inline(always)]
-                move || {
-                  let __vfast: bool = false;
-                  let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                    2usize,
-                  );
-                  let mut __jc: usize = 0;
-                  while __jc < __nc {
-                    let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                    for __v in 0..::kernel_std::__private::device::opaque_usize(
-                      8usize,
-                    ) {
-                      let __j: usize = ::core::cmp::min(
-                        __jc * 8usize + __v,
-                        15usize,
-                      );
-                      let __f: usize = __f0 + __v;
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_y,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              row_0,
-                              __p_stride,
-                            ),
-                          ),
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        ys_2_off,
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_3,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_n,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_y,
-                          __len_y,
-                          __fnote,
-                          1u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::store(
-                          __a,
-                          ::kernel_std::__private::device::cast::<
-                            f32,
-                            ::kernel_std::__private::device::F16,
-                          >(
-                            <f32 as ::kernel_std::__private::device::Num>::add(
-                              <f32 as ::kernel_std::__private::device::Num>::mul(
-                                ::kernel_std::__private::device::cast::<
-                                  ::kernel_std::__private::device::F16,
-                                  f32,
-                                >({
-                                  let __a = ::kernel_std::__private::device::ptr_add(
-                                    ::kernel_std::__private::device::ptr_add(
-                                      ::kernel_std::__private::device::ptr_add(
-                                        __p_x,
-                                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                                          row_0,
-                                          __p_stride,
-                                        ),
-                                      ),
-                                      (0i32).wrapping_add((__f) as i32),
-                                    ),
-                                    xs_1_off,
-                                  );
-                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                                    <i32 as ::kernel_std::__private::device::Num>::add(
-                                      off_3,
-                                      (0i32).wrapping_add((__f) as i32),
-                                    ),
-                                    __p_n,
-                                  )
-                                    && ::kernel_std::__private::device::in_bounds(
-                                      __a,
-                                      __p_x,
-                                      __len_x,
-                                      __fnote,
-                                      0u32,
-                                      ::core::line!(),
-                                    )
-                                  {
-                                    ::kernel_std::__private::device::load(__a)
-                                  } else {
-                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                      0f64,
-                                    )
-                                  }
-                                }),
-                                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  2f64,
-                                ),
-                              ),
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                1f64,
-                              ),
-                            ),
-                          ),
-                        );
-                      }
-                    }
-                    __jc += 1;
-                  }
-                },
-              );
-            }
-            ::kernel_std::__private::device::bar_sync();
-            xs_1_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              xs_1_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  2048i64,
-                ),
-              ),
-            );
-            ys_2_off = <i64 as ::kernel_std::__private::device::Num>::add(
-              ys_2_off,
-              ::kernel_std::__private::device::cast::<
-                i32,
-                i64,
-              >(
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  2048i64,
-                ),
-              ),
-            );
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
+                }
+                __jc += 1;
+              }
+            },
+          );
         }
-      },
-    );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+        ::kernel_std::__private::device::bar_sync();
+        xs_1_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          xs_1_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(2048i64)),
+        );
+        ys_2_off = <i64 as ::kernel_std::__private::device::Num>::add(
+          ys_2_off,
+          ::kernel_std::__private::device::cast::<
+            i32,
+            i64,
+          >(<i32 as ::kernel_std::__private::device::Elem>::from_i64(2048i64)),
+        );
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "stepped_rows"))]

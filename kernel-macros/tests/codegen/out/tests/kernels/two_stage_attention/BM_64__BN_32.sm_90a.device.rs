@@ -33,6555 +33,573 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut q_3: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut q_3: [::kernel_std::__private::device::F16; 32usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 4usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 5usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 6usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
                     ),
-                    (64i32),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              if true && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if true && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q7 as usize) == (__q0 as usize) + 14usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::F16,
+              8usize,
+            >(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_q_ptr,
                   __len_q_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q0)
               } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_q_ptr,
-                      __len_q_ptr,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                q_3[__j] = __ld0[__v];
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
               },
-            );
-          },
-        );
-        let mut m_i_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              f64::NEG_INFINITY,
-            );
-          },
-        );
-        let mut l_i_5: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
-            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-              0f64,
-            );
-          },
-        );
-        let mut acc_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_6[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
-              0i64,
-            );
-          },
-        );
-        {
-          let __start: i32 = (0i32);
-          let __end: i32 = __p_lo;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
-          );
-          for __jc in 0..4usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 512usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    (64i32),
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    (64i32),
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __all = true;
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
                   __p_q_ptr,
                   __len_q_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
               {
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              }
-            }
-          }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 1u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let start_n_7: i32 = __nx;
-                  for __jc in 0..2usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 256usize {
-                      let __r0: usize = (__c % 8usize) * 8;
-                      let __col: usize = __c / 8usize;
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_k_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_7,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_k_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_7,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __s0: usize = ({
-                        let __sf: usize = (__col * 64usize + __r0);
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                  for __jc in 0..2usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 256usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_v_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_7,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_v_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_7,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __all = true;
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_7,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
-            }
-          }
-          let mut __buf1: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let start_n_7: i32 = __i;
-            if let Some(__nx) = (1 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let start_n_7: i32 = __nx;
-                for __jc in 0..2usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 256usize {
-                    let __r0: usize = (__c % 8usize) * 8;
-                    let __col: usize = __c / 8usize;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_k_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_7,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_k_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_7,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __s0: usize = ({
-                      let __sf: usize = (__col * 64usize + __r0);
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((8192usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 4096usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-                for __jc in 0..2usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 256usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_v_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_7,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_v_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_7,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __all = true;
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((16384usize
-                            + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                              * 4096usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_7,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma2[__j] = 0.0f32;
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
               },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              {
-                let __wg: usize = __warp / 4;
-                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (8192usize + (__buf1 as usize) * 4096usize) as u32
-                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 0u64, __db + 0u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 2u64, __db + 2u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 4u64, __db + 4u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma2, __da + 6u64, __db + 6u64);
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n32::<
-                16usize,
-                0usize,
-              >(&mut __mma2);
-            }
-            let mut qk_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                qk_9[__j] = __mma2[__j];
-              },
-            );
-            let __red3: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = qk_9[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            let mut m_ij_10: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_ij_10[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  m_i_4[__j],
-                  __red3[__j],
-                );
-              },
-            );
-            let mut p_11: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                p_11[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    qk_9[__j],
-                    m_ij_10[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                  ),
-                );
-              },
-            );
-            let mut alpha_12: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                alpha_12[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    m_i_4[__j],
-                    m_ij_10[__j],
-                  ),
-                );
-              },
-            );
-            let __red4: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0,
-              ); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = p_11[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    l_i_5[__j],
-                    alpha_12[__j],
-                  ),
-                  __red4[__j],
-                );
-              },
-            );
-            let mut __mma6: [f32; 32usize] = [0.0f32; 32usize];
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  acc_6[__j],
-                  alpha_12[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                );
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __ar5: [u32; 8usize] = {
-                let __val = ::kernel_std::__private::device::inline_fn(
-                  #[inline(always)]
-                  |__j: usize| -> f32 {
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 32usize
-                      + ((__warp / 4) % 1usize) * 32usize
-                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    p_11[__j]
-                  },
-                );
-                [
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(0usize),
-                    __val(1usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(2usize),
-                    __val(3usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(4usize),
-                    __val(5usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(6usize),
-                    __val(7usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(8usize),
-                    __val(9usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(10usize),
-                    __val(11usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(12usize),
-                    __val(13usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(14usize),
-                    __val(15usize),
-                  ),
-                ]
-              };
-              {
-                let __wg: usize = __warp / 4;
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (16384usize + (__buf1 as usize) * 4096usize) as u32
-                    + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
-                      as u32,
-                  4096usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                  32usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[0usize],
-                    __ar5[1usize],
-                    __ar5[2usize],
-                    __ar5[3usize],
-                  ],
-                  __db + 0u64,
-                );
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                  32usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma6,
-                  [
-                    __ar5[4usize],
-                    __ar5[5usize],
-                    __ar5[6usize],
-                    __ar5[7usize],
-                  ],
-                  __db + 128u64,
-                );
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n64::<
-                32usize,
-                0usize,
-              >(&mut __mma6);
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_6[__j] = __mma6[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_i_4[__j] = m_ij_10[__j];
-              },
-            );
-            __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        {
-          let __start: i32 = __p_lo;
-          let __end: i32 = __p_n;
-          let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-            32i64,
-          );
-          for __jc in 0..4usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 512usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 64usize;
-                  __r * 64usize
-                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                }) + __sf % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    (64i32),
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_q_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    (64i32),
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __all = true;
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
                   __p_q_ptr,
                   __len_q_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (0usize + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
               {
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize)
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_q_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_q_ptr,
-                        __len_q_ptr,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  },
-                );
-              }
-            }
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q4,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q4)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q5,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q5)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q6,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q6)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q7,
+                  __p_q_ptr,
+                  __len_q_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q7)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              },
+            ]
           }
-          ::kernel_std::__private::device::cp_async_wait_all();
-          ::kernel_std::__private::device::fence_proxy_async();
-          ::kernel_std::__private::device::bar_sync();
-          {
-            let mut __nx: Option<i32> = if __step != 0 {
-              Some(__start)
-            } else {
-              None
-            };
-            let mut __b: u32 = 0;
-            while __b < 1u32 {
-              if let Some(__nx) = __nx {
-                if ((__step > 0 && __nx < __end)
-                  || (__step < 0 && __nx > __end))
-                {
-                  let start_n_13: i32 = __nx;
-                  for __jc in 0..2usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 256usize {
-                      let __r0: usize = (__c % 8usize) * 8;
-                      let __col: usize = __c / 8usize;
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_k_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_13,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_k_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_13,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __s0: usize = ({
-                        let __sf: usize = (__col * 64usize + __r0);
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_k_ptr,
-                          __len_k_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((8192usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(
-                              ({
-                                let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                                ({
-                                  let __r: usize = __sf / 64usize;
-                                  __r * 64usize
-                                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                                }) + __sf % 8
-                              }),
-                            ),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_k_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_k_ptr,
-                                __len_k_ptr,
-                                __fnote,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                  for __jc in 0..2usize {
-                    let __c = __jc * 128usize + __tid;
-                    if __c < 256usize {
-                      let __f0 = __c * 8;
-                      let __s0: usize = ({
-                        let __sf: usize = __f0;
-                        ({
-                          let __r: usize = __sf / 64usize;
-                          __r * 64usize
-                            + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __sf % 8
-                      });
-                      let __p0 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_v_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_13,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __p7 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_v_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_13,
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                  }) as i32,
-                                ),
-                            ),
-                            (64i32),
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __all = true;
-                      if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                        && ::kernel_std::__private::device::fits(
-                          __p0,
-                          __p_v_ptr,
-                          __len_v_ptr,
-                          8usize,
-                        )
-                        && ::kernel_std::__private::device::cp_async_pieces::<
-                          16,
-                        >(
-                          ::kernel_std::__private::device::smem_addr()
-                            + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
-                              as u32,
-                          __p0 as *const u8,
-                        ))
-                      {
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 0usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 0usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 0usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 1usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 1usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 1usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 2usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 2usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 2usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 3usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 3usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 3usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 4usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 4usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 4usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 5usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 5usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 5usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 6usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 6usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 6usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                        ::kernel_std::__private::device::store(
-                          (__smem.add((16384usize + ((__b) as usize) * 4096usize))
-                            as *mut ::kernel_std::__private::device::F16)
-                            .add(__s0 + 7usize),
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_v_ptr,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    start_n_13,
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + 7usize);
-                                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  (64i32),
-                                ),
-                              ),
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + 7usize);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                            );
-                            if true
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_v_ptr,
-                                __len_v_ptr,
-                                __fnote,
-                                2u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                            }
-                          },
-                        );
-                      }
-                    }
-                  }
-                }
-              }
-              ::kernel_std::__private::device::cp_async_commit();
-              __nx = __nx.and_then(|v| v.checked_add(__step));
-              __b += 1;
-            }
-          }
-          let mut __buf7: u32 = 0;
-          let mut __i: i32 = __start;
-          while __step != 0
-            && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-          {
-            let start_n_13: i32 = __i;
-            if let Some(__nx) = (1 as i32)
-              .checked_mul(__step)
-              .and_then(|s| __i.checked_add(s))
-            {
-              if ((__step > 0 && __nx < __end)
-                || (__step < 0 && __nx > __end))
-              {
-                let start_n_13: i32 = __nx;
-                for __jc in 0..2usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 256usize {
-                    let __r0: usize = (__c % 8usize) * 8;
-                    let __col: usize = __c / 8usize;
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_k_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_k_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __s0: usize = ({
-                      let __sf: usize = (__col * 64usize + __r0);
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    if !(true && (__p7 as usize) == (__p0 as usize) + 14
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((8192usize
-                            + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                              * 4096usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 0usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 1usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 2usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 3usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 4usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 5usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 6usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (8192usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(
-                            ({
-                              let __sf: usize = (__col * 64usize + __r0 + 7usize);
-                              ({
-                                let __r: usize = __sf / 64usize;
-                                __r * 64usize
-                                  + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                              }) + __sf % 8
-                            }),
-                          ),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_k_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_k_ptr,
-                              __len_k_ptr,
-                              __fnote,
-                              1u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-                for __jc in 0..2usize {
-                  let __c = __jc * 128usize + __tid;
-                  if __c < 256usize {
-                    let __f0 = __c * 8;
-                    let __s0: usize = ({
-                      let __sf: usize = __f0;
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    let __p0 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_v_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __p7 = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_v_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_13,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          (64i32),
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __all = true;
-                    if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                      && ::kernel_std::__private::device::fits(
-                        __p0,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        8usize,
-                      )
-                      && ::kernel_std::__private::device::cp_async_pieces::<
-                        16,
-                      >(
-                        ::kernel_std::__private::device::smem_addr()
-                          + ((16384usize
-                            + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                              * 4096usize) + __s0 * 2) as u32,
-                        __p0 as *const u8,
-                      ))
-                    {
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 0usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 0usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 1usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 1usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 2usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 2usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 3usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 3usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 4usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 4usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 5usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 5usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 6usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 6usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                      ::kernel_std::__private::device::store(
-                        (__smem
-                          .add(
-                            (16384usize
-                              + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
-                                * 4096usize),
-                          ) as *mut ::kernel_std::__private::device::F16)
-                          .add(__s0 + 7usize),
-                        {
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_v_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  start_n_13,
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + 7usize);
-                                        0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                (64i32),
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          );
-                          if true
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_v_ptr,
-                              __len_v_ptr,
-                              __fnote,
-                              2u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        },
-                      );
-                    }
-                  }
-                }
-              }
-            }
-            ::kernel_std::__private::device::cp_async_commit();
-            let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma8[__j] = 0.0f32;
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              {
-                let __wg: usize = __warp / 4;
-                let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr() + 0usize as u32
-                    + ((__wg / 1usize) * 64usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (8192usize + (__buf7 as usize) * 4096usize) as u32
-                    + ((__wg % 1usize) * 32usize * 128usize) as u32,
-                  16usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma8, __da + 0u64, __db + 0u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma8, __da + 2u64, __db + 2u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma8, __da + 4u64, __db + 4u64);
-                ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
-                  16usize,
-                  0usize,
-                  0u32,
-                  0u32,
-                >(&mut __mma8, __da + 6u64, __db + 6u64);
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n32::<
-                16usize,
-                0usize,
-              >(&mut __mma8);
-            }
-            let mut qk_15: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                qk_15[__j] = __mma8[__j];
-              },
-            );
-            let __red9: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = qk_15[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            let mut m_ij_16: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_ij_16[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  m_i_4[__j],
-                  __red9[__j],
-                );
-              },
-            );
-            let mut p_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-            ::kernel_std::__private::device::unroll::<
-              16usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                p_17[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    qk_15[__j],
-                    m_ij_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                  ),
-                );
-              },
-            );
-            let mut alpha_18: [f32; 2usize] = unsafe {
-              ::core::mem::zeroed()
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                alpha_18[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    m_i_4[__j],
-                    m_ij_16[__j],
-                  ),
-                );
-              },
-            );
-            let __red10: [f32; 2usize] = {
-              let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-                0,
-              ); 2usize];
-              ::kernel_std::__private::device::unroll::<
-                16usize,
-                _,
-              >(
-                #[inline(always)]
-                |__j: usize| {
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  let __x = p_17[__j];
-                  let __i: usize = {
-                    const __L: [usize; 16usize] = [
-                      0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                      1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                      1usize, 1usize,
-                    ];
-                    __L[__j]
-                  };
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                  );
-                },
-              );
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__i: usize| {
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      1u32,
-                    ),
-                  );
-                  __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    __p[__i],
-                    <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                      __p[__i],
-                      2u32,
-                    ),
-                  );
-                },
-              );
-              [
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[0usize],
-                ),
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __p[1usize],
-                ),
-              ]
-            };
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    l_i_5[__j],
-                    alpha_18[__j],
-                  ),
-                  __red10[__j],
-                );
-              },
-            );
-            let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                __mma12[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  acc_6[__j],
-                  alpha_18[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                );
-              },
-            );
-            ::kernel_std::__private::device::cp_async_wait_group::<1>();
-            ::kernel_std::__private::device::fence_proxy_async();
-            ::kernel_std::__private::device::bar_sync();
-            {
-              let __ar11: [u32; 8usize] = {
-                let __val = ::kernel_std::__private::device::inline_fn(
-                  #[inline(always)]
-                  |__j: usize| -> f32 {
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 32usize
-                      + ((__warp / 4) % 1usize) * 32usize
-                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    p_17[__j]
-                  },
-                );
-                [
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(0usize),
-                    __val(1usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(2usize),
-                    __val(3usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(4usize),
-                    __val(5usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(6usize),
-                    __val(7usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(8usize),
-                    __val(9usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(10usize),
-                    __val(11usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(12usize),
-                    __val(13usize),
-                  ),
-                  ::kernel_std::__private::device::pack_f16x2(
-                    __val(14usize),
-                    __val(15usize),
-                  ),
-                ]
-              };
-              {
-                let __wg: usize = __warp / 4;
-                let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
-                  ::kernel_std::__private::device::smem_addr()
-                    + (16384usize + (__buf7 as usize) * 4096usize) as u32
-                    + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
-                      as u32,
-                  4096usize as u32,
-                  1024usize as u32,
-                  ::kernel_std::__private::device::wgmma_swizzle_mode(
-                    128usize,
-                  ),
-                );
-                ::kernel_std::__private::device::wgmma_fence();
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                  32usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma12,
-                  [
-                    __ar11[0usize],
-                    __ar11[1usize],
-                    __ar11[2usize],
-                    __ar11[3usize],
-                  ],
-                  __db + 0u64,
-                );
-                ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
-                  32usize,
-                  0usize,
-                  1u32,
-                >(
-                  &mut __mma12,
-                  [
-                    __ar11[4usize],
-                    __ar11[5usize],
-                    __ar11[6usize],
-                    __ar11[7usize],
-                  ],
-                  __db + 128u64,
-                );
-                ::kernel_std::__private::device::wgmma_commit();
-              }
-              ::kernel_std::__private::device::wgmma_wait::<0>();
-              ::kernel_std::__private::device::wgmma_tie_n64::<
-                32usize,
-                0usize,
-              >(&mut __mma12);
-            }
-            ::kernel_std::__private::device::bar_sync();
-            ::kernel_std::__private::device::unroll::<
-              32usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 64usize
-                  + ((__warp / 4) % 1usize) * 64usize
-                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_6[__j] = __mma12[__j];
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__j: usize| {
-                let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-                  | ((__lane >> 2usize) & 1) << 0u32
-                  | ((__lane >> 3usize) & 1) << 1u32
-                  | ((__lane >> 4usize) & 1) << 2u32
-                  | ((__warp >> 0usize) & 1) << 4u32
-                  | ((__warp >> 1usize) & 1) << 5u32);
-                m_i_4[__j] = m_ij_16[__j];
-              },
-            );
-            __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
-            __i = match __i.checked_add(__step) {
-              Some(n) => n,
-              None => break,
-            };
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          32usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize
-              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
-              + (__warp % 4) * 16 + __lane / 4) * 64usize
-              + ((__warp / 4) % 1usize) * 64usize
-              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              acc_6[__j],
-            );
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            q_3[__j] = __ld0[__v];
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(32768usize) as *mut f32).add(__f),
-              l_i_5[__j],
-            );
-          },
+      },
+    );
+    let mut m_i_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        m_i_4[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          f64::NEG_INFINITY,
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            let mut __sp: [*mut f32; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [f32; 8usize] = [<f32 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
+      },
+    );
+    let mut l_i_5: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        l_i_5[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+          0f64,
+        );
+      },
+    );
+    let mut acc_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 64usize + ((__warp / 4) % 1usize) * 64usize
+          + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        acc_6[__j] = <f32 as ::kernel_std::__private::device::Elem>::from_i64(
+          0i64,
+        );
+      },
+    );
+    {
+      let __start: i32 = (0i32);
+      let __end: i32 = __p_lo;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = true;
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
               8usize,
-              _,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
             >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    __p_o_ptr,
+                    __p_q_ptr,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -6593,7 +611,7 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = __f;
+                              let __pf: usize = (__f0 + 0usize);
                               0usize + ((__pf / 64usize) % 64usize) * 1usize
                             }) as i32,
                           ),
@@ -6604,171 +622,6186 @@ pub unsafe extern "ptx-kernel" fn two_stage_attention__BM_64__BN_32(
                   (0i32)
                     .wrapping_add(
                       ({
-                        let __pf: usize = __f;
+                        let __pf: usize = (__f0 + 0usize);
                         0usize + ((__pf / 1usize) % 64usize) * 1usize
                       }) as i32,
                     ),
                 );
-                __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut f32).add(__f),
-                  ),
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(32768usize) as *mut f32)
-                      .add({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }),
-                  ),
-                );
-                __sm[__v] = true;
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
               },
             );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && ((1i64) == 1i64
-                && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_o_ptr,
-                __len_o_ptr,
-                8usize,
-              )
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
+              let start_n_7: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_k_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_k_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
               }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_o_ptr,
-                  __len_o_ptr,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_v_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_v_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_7,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = true;
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_7,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
               }
             }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf1: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_7: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_7: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __r0: usize = (__c % 8usize) * 8;
+                let __col: usize = __c / 8usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_k_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_7,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_k_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_7,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((8192usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_v_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_7,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_v_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_7,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = true;
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_7,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma2[__j] = 0.0f32;
           },
         );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
         ::kernel_std::__private::device::bar_sync();
+        {
+          {
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (8192usize + (__buf1 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma2, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
+            0usize,
+          >(&mut __mma2);
+        }
+        let mut qk_9: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_9[__j] = __mma2[__j];
+          },
+        );
+        let __red3: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = qk_9[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_10: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_10[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_4[__j],
+              __red3[__j],
+            );
+          },
+        );
+        let mut p_11: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_11[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                qk_9[__j],
+                m_ij_10[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_12: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_12[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_4[__j],
+                m_ij_10[__j],
+              ),
+            );
+          },
+        );
+        let __red4: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_11[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_5[__j],
+                alpha_12[__j],
+              ),
+              __red4[__j],
+            );
+          },
+        );
+        let mut __mma6: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma6[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_6[__j],
+              alpha_12[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar5: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_11[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (16384usize + (__buf1 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                  as u32,
+              4096usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [__ar5[0usize], __ar5[1usize], __ar5[2usize], __ar5[3usize]],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma6,
+              [__ar5[4usize], __ar5[5usize], __ar5[6usize], __ar5[7usize]],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma6);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_6[__j] = __mma6[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_4[__j] = m_ij_10[__j];
+          },
+        );
+        __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    {
+      let __start: i32 = __p_lo;
+      let __end: i32 = __p_n;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_q_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                (64i32),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = true;
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_q_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_13: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_k_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_13,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_k_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_13,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_k_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_v_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_13,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_v_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_13,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        (64i32),
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = true;
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_v_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_13,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              (64i32),
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if true
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf7: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_13: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_13: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __r0: usize = (__c % 8usize) * 8;
+                let __col: usize = __c / 8usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_k_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_13,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_k_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_13,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((8192usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_k_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_v_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_13,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_v_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_13,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      (64i32),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = true;
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_v_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_13,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            (64i32),
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if true
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma8[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          {
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (8192usize + (__buf7 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
+            0usize,
+          >(&mut __mma8);
+        }
+        let mut qk_15: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_15[__j] = __mma8[__j];
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = qk_15[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_16: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_16[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_4[__j],
+              __red9[__j],
+            );
+          },
+        );
+        let mut p_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_17[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                qk_15[__j],
+                m_ij_16[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_18: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_18[__j] = <f32 as ::kernel_std::__private::device::Float>::exp(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_4[__j],
+                m_ij_16[__j],
+              ),
+            );
+          },
+        );
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_17[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_5[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_5[__j],
+                alpha_18[__j],
+              ),
+              __red10[__j],
+            );
+          },
+        );
+        let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma12[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_6[__j],
+              alpha_18[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar11: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_17[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (16384usize + (__buf7 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                  as u32,
+              4096usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[0usize],
+                __ar11[1usize],
+                __ar11[2usize],
+                __ar11[3usize],
+              ],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[4usize],
+                __ar11[5usize],
+                __ar11[6usize],
+                __ar11[7usize],
+              ],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma12);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_6[__j] = __mma12[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_4[__j] = m_ij_16[__j];
+          },
+        );
+        __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (((__warp / 4) / 1usize) * 64usize
+          + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8 + (__warp % 4) * 16
+          + __lane / 4) * 64usize + ((__warp / 4) % 1usize) * 64usize
+          + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          acc_6[__j],
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(32768usize) as *mut f32).add(__f),
+          l_i_5[__j],
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        let mut __sp: [*mut f32; 8usize] = [::core::ptr::null_mut(); 8usize];
+        let mut __sv: [f32; 8usize] = [<f32 as ::core::default::Default>::default(); 8usize];
+        let mut __sm: [bool; 8usize] = [false; 8usize];
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_o_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  (64i32),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
+              ),
+              ::kernel_std::__private::device::load(
+                (__smem.add(32768usize) as *mut f32)
+                  .add({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }),
+              ),
+            );
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
+          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
+          && (__sp[0] as usize) % 16usize == 0
+          && ((1i64) == 1i64
+            && (__sp[7usize] as usize) == (__sp[0] as usize) + 28usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_o_ptr,
+            __len_o_ptr,
+            8usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            8usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+          if __sm[2usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[2usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[2usize],
+              __sv[2usize],
+            );
+          }
+          if __sm[3usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[3usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[3usize],
+              __sv[3usize],
+            );
+          }
+          if __sm[4usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[4usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[4usize],
+              __sv[4usize],
+            );
+          }
+          if __sm[5usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[5usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[5usize],
+              __sv[5usize],
+            );
+          }
+          if __sm[6usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[6usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[6usize],
+              __sv[6usize],
+            );
+          }
+          if __sm[7usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[7usize],
+              __p_o_ptr,
+              __len_o_ptr,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[7usize],
+              __sv[7usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "two_stage_attention"))]

@@ -26,193 +26,47 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut v_1: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
+    let mut v_1: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add((0usize) as i32),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x,
-                      __len_x,
-                      __eu,
-                    )
-                }
-            };
-          __ok
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_x,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x,
+                  __len_x,
+                  __eu,
+                )
+            }
         };
-        if __vfast {
-          let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld0: [f32; 2usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    2usize,
-                  >(
-                    __q0,
-                    !false,
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if true && (__q0 as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__q1 as usize) == (__q0 as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    2usize,
-                  >(__q0)
-                } else {
-                  [
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld0: [f32; 2usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  v_1[__j] = __ld0[__v];
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          v_1 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut v_1 = v_1;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  v_1[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  };
-                }
-                __jc += 1;
-              }
-              v_1
-            },
-          );
-        }
-        let mut __scan1: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        let mut __ld1_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -220,6 +74,35 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld1: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                2usize,
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld1_all[__jc] = __ld1;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld1: [f32; 2usize] = __ld1_all[__jc];
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -228,83 +111,15 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (v_1[__j]),
-                );
+                v_1[__j] = __ld1[__v];
               },
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 1usize {
-            let __base = (__o / 1usize) * (256usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 8usize;
-            let __hi = if __lo + 8usize < 256usize {
-              __lo + 8usize
-            } else {
-              256usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
+      } else {
+        let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -312,196 +127,80 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan1[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
+            let __ld0: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_out,
-                      __len_out,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = __scan1[__j];
-                  __sm[__v] = true;
-                },
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
               );
               if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out,
-                    __len_out,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
                   2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
+                >(
+                  __q0,
+                  !false,
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if true && (__q0 as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__q1 as usize) == (__q0 as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  2usize,
+                >(__q0)
+              } else {
+                [
                   if true
                     && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
+                      __q0,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
                       ::core::line!(),
                     )
                   {
-                    ::kernel_std::__private::device::store(__a, __scan1[__j]);
-                  }
-                }
-                __jc += 1;
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
               }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -509,6 +208,7 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld0: [f32; 2usize] = __ld0_all[__jc];
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -517,121 +217,515 @@ pub unsafe extern "ptx-kernel" fn warps_list__c2__B_256(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = v_1[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
+                v_1[__j] = __ld0[__v];
               },
             );
           },
         );
+      }
+    } else {
+      ::core::hint::cold_path();
+      v_1 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_1 = v_1;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              v_1[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_x,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              };
+            }
+            __jc += 1;
+          }
+          v_1
+        },
+      );
+    }
+    let mut __scan2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (v_1[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 1usize {
+        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 8usize;
+        let __hi = if __lo + 8usize < 256usize {
+          __lo + 8usize
+        } else {
+          256usize
+        };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan2[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_out,
+                  __len_out,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_out,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __scan2[__j];
+                __sm[__v] = true;
+              },
             );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __scan2[__j];
+                __sm[__v] = true;
+              },
             );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_out,
+                  __len_out,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(__a, __scan2[__j]);
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_1[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
             __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
               __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red2: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_out,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_out,
-              __len_out,
-              __fnote,
-              1u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, __red2);
-            }
-          }
-        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red3: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          __p_out,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(256i64),
+        );
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          1u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red3);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "warps_list"))]

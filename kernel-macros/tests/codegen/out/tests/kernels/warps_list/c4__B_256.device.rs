@@ -26,306 +26,285 @@ pub unsafe extern "ptx-kernel" fn warps_list__c4__B_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              v_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut __scan0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize) as *mut f32).add(__f),
-                (v_1[__j]),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 1usize {
-            let __base = (__o / 1usize) * (256usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 8usize;
-            let __hi = if __lo + 8usize < 256usize {
-              __lo + 8usize
-            } else {
-              256usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          v_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
                 __a,
-              );
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f32 as ::core::default::Default>::default()
             }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 8usize;
-          }
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              __scan0[__j] = (::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32).add(__f),
-              ));
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __scan0[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 256usize {
-              let __x = v_1[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
+      },
+    );
+    let mut __scan0: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut f32).add(__f),
+            (v_1[__j]),
+          );
         }
-        ::kernel_std::__private::device::bar_sync();
-        let __red1: f32 = {
-          let __po = __smem.add(0usize) as *mut f32;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__lane & (8usize - 1)),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              1u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              2u32,
-            ),
-          );
-          __a = <f32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-              __a,
-              4u32,
-            ),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 1usize {
+        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 8usize;
+        let __hi = if __lo + 8usize < 256usize {
+          __lo + 8usize
+        } else {
+          256usize
         };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 8usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          __scan0[__j] = (::kernel_std::__private::device::load(
+            (__smem.add(0usize) as *mut f32).add(__f),
+          ));
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
               __p_out,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
               __p_out,
               __len_out,
-              __fnote,
+              __fault,
+              __tag,
               1u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red1);
+              ::kernel_std::__private::device::store(__a, __scan0[__j]);
             }
           }
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 256usize {
+          let __x = v_1[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((0usize * 256usize + __tid) * 1usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red1: f32 = {
+      let __po = __smem.add(0usize) as *mut f32;
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
+      );
+      __a = <f32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
+      );
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          __p_out,
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(256i64),
+        );
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          1u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red1);
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "warps_list"))]

@@ -33,1782 +33,1716 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c4(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __mma0: [f32; 64usize] = [0.0f32; 64usize];
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __mma0: [f32; 64usize] = [0.0f32; 64usize];
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma0[__j] = 0.0f32;
-          },
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        __mma0[__j] = 0.0f32;
+      },
+    );
+    for __jc in 0..2usize {
+      let __c = __jc * 256usize + __tid;
+      if __c < 512usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __sf: usize = __f0;
+          ({
+            let __r: usize = __sf / 32usize;
+            __r * 32usize
+              + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+          }) + __sf % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 32usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+              (32i32),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
         );
-        for __jc in 0..2usize {
-          let __c = __jc * 256usize + __tid;
-          if __c < 512usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
-              ({
-                let __r: usize = __sf / 32usize;
-                __r * 32usize
-                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-              }) + __sf % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 32usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                  (32i32),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_a,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 32usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                  (32i32),
-                ),
-              ),
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_a,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32)
                 .wrapping_add(
                   ({
                     let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    0usize + ((__pf / 32usize) % 128usize) * 1usize
                   }) as i32,
                 ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_a,
-                __len_a,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (0usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        for __jc in 0..2usize {
-          let __c = __jc * 256usize + __tid;
-          if __c < 512usize {
-            let __f0 = __c * 8;
-            let __s0: usize = ({
-              let __sf: usize = __f0;
+              (32i32),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
               ({
-                let __r: usize = __sf / 128usize;
-                __r * 128usize
-                  + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                    * 8)
-              }) + __sf % 8
-            });
-            let __p0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __p7 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_b,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 128usize) * 1usize
-                  }) as i32,
-                ),
-            );
-            let __all = true;
-            if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-              && ::kernel_std::__private::device::fits(
-                __p0,
-                __p_b,
-                __len_b,
-                8usize,
-              )
-              && ::kernel_std::__private::device::cp_async_pieces::<
-                16,
-              >(
-                ::kernel_std::__private::device::smem_addr()
-                  + (8192usize + __s0 * 2) as u32,
-                __p0 as *const u8,
-              ))
-            {
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 4usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 5usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 6usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 7usize);
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::bar_sync();
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 32usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_a,
+            __len_a,
+            8usize,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
+            ::kernel_std::__private::device::smem_addr()
+              + (0usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
         {
-          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + 0usize as u32;
-          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + 8192usize as u32;
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    for __jc in 0..2usize {
+      let __c = __jc * 256usize + __tid;
+      if __c < 512usize {
+        let __f0 = __c * 8;
+        let __s0: usize = ({
+          let __sf: usize = __f0;
+          ({
+            let __r: usize = __sf / 128usize;
+            __r * 128usize
+              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+          }) + __sf % 8
+        });
+        let __p0 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                128i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 0usize);
+                0usize + ((__pf / 1usize) % 128usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __p7 = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 7usize);
+                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                  }) as i32,
+                ),
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                128i64,
+              ),
+            ),
+          ),
+          (0i32)
+            .wrapping_add(
+              ({
+                let __pf: usize = (__f0 + 7usize);
+                0usize + ((__pf / 1usize) % 128usize) * 1usize
+              }) as i32,
+            ),
+        );
+        let __all = true;
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+          && ::kernel_std::__private::device::fits(
+            __p0,
+            __p_b,
+            __len_b,
+            8usize,
+          )
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
+            ::kernel_std::__private::device::smem_addr()
+              + (8192usize + __s0 * 2) as u32,
+            __p0 as *const u8,
+          ))
+        {
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 0usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 1usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 2usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 2usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 3usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 3usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 4usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 4usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 5usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 5usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 6usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 6usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__s0 + 7usize),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 7usize);
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::cp_async_wait_all();
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __sa: u32 = ::kernel_std::__private::device::smem_addr() + 0usize as u32;
+      let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+        + 8192usize as u32;
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__ks: usize| {
+          let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
           ::kernel_std::__private::device::unroll::<
-            2usize,
+            1usize,
             _,
           >(
             #[inline(always)]
-            |__ks: usize| {
-              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+            |__i: usize| {
+              __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                __sa
+                  + (({
+                    let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                      + __lane % 16;
+                    __r * 32usize
+                      + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                        * 8)
+                  }) * 2) as u32,
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jp: usize| {
+              let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                __sb
+                  + (({
+                    let __r: usize = __ks * 16 + __lane % 16;
+                    __r * 128usize
+                      + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
+                        ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) * 2) as u32,
+              );
               ::kernel_std::__private::device::unroll::<
                 1usize,
                 _,
               >(
                 #[inline(always)]
                 |__i: usize| {
-                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
-                    __sa
-                      + (({
-                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
-                          + __lane % 16;
-                        __r * 32usize
-                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
-                            * 8)
-                      }) * 2) as u32,
+                  let __b: usize = (__i * 16usize + 2 * __jp) * 4;
+                  let __d = ::kernel_std::__private::device::mma_f16(
+                    __af[__i],
+                    [__bq[0], __bq[1]],
+                    [
+                      __mma0[__b],
+                      __mma0[__b + 1],
+                      __mma0[__b + 2],
+                      __mma0[__b + 3],
+                    ],
                   );
+                  __mma0[__b] = __d[0];
+                  __mma0[__b + 1] = __d[1];
+                  __mma0[__b + 2] = __d[2];
+                  __mma0[__b + 3] = __d[3];
                 },
               );
               ::kernel_std::__private::device::unroll::<
-                8usize,
+                1usize,
                 _,
               >(
                 #[inline(always)]
-                |__jp: usize| {
-                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
-                    __sb
-                      + (({
-                        let __r: usize = __ks * 16 + __lane % 16;
-                        __r * 128usize
-                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
-                            ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) * 2) as u32,
+                |__i: usize| {
+                  let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
+                  let __d = ::kernel_std::__private::device::mma_f16(
+                    __af[__i],
+                    [__bq[2], __bq[3]],
+                    [
+                      __mma0[__b],
+                      __mma0[__b + 1],
+                      __mma0[__b + 2],
+                      __mma0[__b + 3],
+                    ],
                   );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[0], __bq[1]],
-                        [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
-                        ],
-                      );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
-                    },
-                  );
-                  ::kernel_std::__private::device::unroll::<
-                    1usize,
-                    _,
-                  >(
-                    #[inline(always)]
-                    |__i: usize| {
-                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
-                      let __d = ::kernel_std::__private::device::mma_f16(
-                        __af[__i],
-                        [__bq[2], __bq[3]],
-                        [
-                          __mma0[__b],
-                          __mma0[__b + 1],
-                          __mma0[__b + 2],
-                          __mma0[__b + 3],
-                        ],
-                      );
-                      __mma0[__b] = __d[0];
-                      __mma0[__b + 1] = __d[1];
-                      __mma0[__b + 2] = __d[2];
-                      __mma0[__b + 3] = __d[3];
-                    },
-                  );
+                  __mma0[__b] = __d[0];
+                  __mma0[__b + 1] = __d[1];
+                  __mma0[__b + 2] = __d[2];
+                  __mma0[__b + 3] = __d[3];
                 },
               );
             },
           );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut s_3: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            s_3[__j] = __mma0[__j];
-          },
-        );
-        let __red1: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = ((__warp / 1usize) * 16usize
-                + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              let __x = s_3[__j];
-              let __i: usize = {
-                const __L: [usize; 64usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut s_3: [f32; 64usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        s_3[__j] = __mma0[__j];
+      },
+    );
+    let __red1: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+      ::kernel_std::__private::device::unroll::<
+        64usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __x = s_3[__j];
+          let __i: usize = {
+            const __L: [usize; 64usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
-            },
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
           );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
             ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        let mut mx_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            mx_4[__j] = __red1[__j];
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(0usize) as *mut f32).add(__f),
-              mx_4[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_rmax,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_rmax,
-                  __len_rmax,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(0usize) as *mut f32).add(__f),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        let __red2: [f32; 2usize] = {
-          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-            0,
-          ); 2usize];
-          ::kernel_std::__private::device::unroll::<
-            64usize,
-            _,
-          >(
-            #[inline(always)]
-            |__j: usize| {
-              let __f: usize = ((__warp / 1usize) * 16usize
-                + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-                + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-                + (((__j) % 64usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  s_3[__j],
-                  mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)],
-                ),
-              );
-              let __i: usize = {
-                const __L: [usize; 64usize] = [
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
-                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
-                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
-                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
-                  1usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
           );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__i: usize| {
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  1u32,
-                ),
-              );
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                  __p[__i],
-                  2u32,
-                ),
-              );
-            },
-          );
-          [
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[0usize],
-            ),
-            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-              __p[1usize],
-            ),
-          ]
-        };
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
-              | ((__lane >> 2usize) & 1) << 0u32
-              | ((__lane >> 3usize) & 1) << 1u32
-              | ((__lane >> 4usize) & 1) << 2u32
-              | ((__warp >> 0usize) & 1) << 4u32
-              | ((__warp >> 1usize) & 1) << 5u32
-              | ((__warp >> 2usize) & 1) << 6u32);
-            ::kernel_std::__private::device::store(
-              (__smem.add(512usize) as *mut f32).add(__f),
-              __red2[__j],
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_rsum,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_rsum,
-                  __len_rsum,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(512usize) as *mut f32).add(__f),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 32usize];
-        ::kernel_std::__private::device::unroll::<
-          64usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f: usize = ((__warp / 1usize) * 16usize
-              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
-              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
-              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            let __x = s_3[__j];
-            let __i: usize = {
-              const __L: [usize; 64usize] = [
-                0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize,
-                3usize, 4usize, 5usize, 4usize, 5usize, 6usize, 7usize,
-                6usize, 7usize, 8usize, 9usize, 8usize, 9usize, 10usize,
-                11usize, 10usize, 11usize, 12usize, 13usize, 12usize,
-                13usize, 14usize, 15usize, 14usize, 15usize, 16usize,
-                17usize, 16usize, 17usize, 18usize, 19usize, 18usize,
-                19usize, 20usize, 21usize, 20usize, 21usize, 22usize,
-                23usize, 22usize, 23usize, 24usize, 25usize, 24usize,
-                25usize, 26usize, 27usize, 26usize, 27usize, 28usize,
-                29usize, 28usize, 29usize, 30usize, 31usize, 30usize,
-                31usize,
-              ];
-              __L[__j]
-            };
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          32usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 28u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize
-            | ((__warp >> 2u32) & 1) << 2usize;
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 0usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 1usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 8usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 9usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 16usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 17usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 24usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 25usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[7usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 32usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[8usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 33usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[9usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 40usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[10usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 41usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[11usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 48usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[12usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 49usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[13usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 56usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[14usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 57usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[15usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 64usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[16usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 65usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[17usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 72usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[18usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 73usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[19usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 80usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[20usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 81usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[21usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 88usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[22usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 89usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[23usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 96usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[24usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 97usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[25usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 104usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[26usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 105usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[27usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 112usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[28usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 113usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[29usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 120usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[30usize],
-            );
-          }
-          let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
-            * 128usize + (__warp % 1usize) * 128usize + 121usize
-            + (__lane % 4) * 2;
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 8usize + __w),
-              __p[31usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 128usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 8usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 4usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 5usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 6usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 7usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 256usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_csum,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_csum,
-                  __len_csum,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red3[__j]);
-                }
-              }
-            }
-          },
+        },
+      );
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
+      ]
+    };
+    let mut mx_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        mx_4[__j] = __red1[__j];
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(0usize) as *mut f32).add(__f),
+          mx_4[__j],
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_rmax,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_rmax,
+              __len_rmax,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(0usize) as *mut f32).add(__f),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    let __red2: [f32; 2usize] = {
+      let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+        0,
+      ); 2usize];
+      ::kernel_std::__private::device::unroll::<
+        64usize,
+        _,
+      >(
+        #[inline(always)]
+        |__j: usize| {
+          let __f: usize = ((__warp / 1usize) * 16usize
+            + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
+            * 128usize + (__warp % 1usize) * 128usize
+            + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              s_3[__j],
+              mx_4[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            ),
+          );
+          let __i: usize = {
+            const __L: [usize; 64usize] = [
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+              1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+              0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+              0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+              1usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__i: usize| {
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              1u32,
+            ),
+          );
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+              __p[__i],
+              2u32,
+            ),
+          );
+        },
+      );
+      [
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[0usize]),
+        <f32 as ::kernel_std::__private::device::Elem>::from_f32(__p[1usize]),
+      ]
+    };
+    ::kernel_std::__private::device::unroll::<
+      2usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+          | ((__lane >> 2usize) & 1) << 0u32 | ((__lane >> 3usize) & 1) << 1u32
+          | ((__lane >> 4usize) & 1) << 2u32 | ((__warp >> 0usize) & 1) << 4u32
+          | ((__warp >> 1usize) & 1) << 5u32
+          | ((__warp >> 2usize) & 1) << 6u32);
+        ::kernel_std::__private::device::store(
+          (__smem.add(512usize) as *mut f32).add(__f),
+          __red2[__j],
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_rsum,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_rsum,
+              __len_rsum,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                ::kernel_std::__private::device::load(
+                  (__smem.add(512usize) as *mut f32).add(__f),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 32usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 32usize];
+    ::kernel_std::__private::device::unroll::<
+      64usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f: usize = ((__warp / 1usize) * 16usize + ((__j) / 64usize) * 16
+          + (((__j) % 4) / 2) * 8 + __lane / 4) * 128usize
+          + (__warp % 1usize) * 128usize + (((__j) % 64usize) / 4) * 8
+          + (__j) % 2 + (__lane % 4) * 2;
+        let __x = s_3[__j];
+        let __i: usize = {
+          const __L: [usize; 64usize] = [
+            0usize, 1usize, 0usize, 1usize, 2usize, 3usize, 2usize, 3usize,
+            4usize, 5usize, 4usize, 5usize, 6usize, 7usize, 6usize, 7usize,
+            8usize, 9usize, 8usize, 9usize, 10usize, 11usize, 10usize,
+            11usize, 12usize, 13usize, 12usize, 13usize, 14usize, 15usize,
+            14usize, 15usize, 16usize, 17usize, 16usize, 17usize, 18usize,
+            19usize, 18usize, 19usize, 20usize, 21usize, 20usize, 21usize,
+            22usize, 23usize, 22usize, 23usize, 24usize, 25usize, 24usize,
+            25usize, 26usize, 27usize, 26usize, 27usize, 28usize, 29usize,
+            28usize, 29usize, 30usize, 31usize, 30usize, 31usize,
+          ];
+          __L[__j]
+        };
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      32usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 28u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize | ((__warp >> 2u32) & 1) << 2usize;
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 0usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 1usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 8usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 9usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 16usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 17usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 24usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 25usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[7usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 32usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[8usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 33usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[9usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 40usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[10usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 41usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[11usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 48usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[12usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 49usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[13usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 56usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[14usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 57usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[15usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 64usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[16usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 65usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[17usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 72usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[18usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 73usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[19usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 80usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[20usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 81usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[21usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 88usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[22usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 89usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[23usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 96usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[24usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 97usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[25usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 104usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[26usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 105usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[27usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 112usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[28usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 113usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[29usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 120usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[30usize],
+        );
+      }
+      let __f: usize = ((__warp / 1usize) * 16usize + 0usize + __lane / 4)
+        * 128usize + (__warp % 1usize) * 128usize + 121usize + (__lane % 4) * 2;
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 8usize + __w),
+          __p[31usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 128usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 8usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 256usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_csum,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_csum,
+              __len_csum,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red3[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "dot_reductions"))]

@@ -32,936 +32,928 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c5(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
+    for __jc in 0..4usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          ::kernel_std::__private::device::store(
+            (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
+              .add(__f),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                    (32i32),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        },
+      );
+    }
+    for __jc in 0..4usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          ::kernel_std::__private::device::store(
+            (__smem.add(8192usize)
+              as *mut ::kernel_std::__private::device::F16)
+              .add(__f),
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_b,
+                  __len_b,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+              }
+            },
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          let __row = __f / 128usize;
+          let __col = __f % 128usize;
+          let __pa = (__smem.add(0usize)
+            as *mut ::kernel_std::__private::device::F16)
+            .add(__row * 32usize);
+          let __pb = (__smem.add(8192usize)
+            as *mut ::kernel_std::__private::device::F16)
+            .add(__col);
+          let mut __s: f32 = 0.0f32;
+          for __k in 0..::kernel_std::__private::device::opaque_usize(
+            32usize,
+          ) {
+            let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              ::kernel_std::__private::device::load(__pa.add(__k)),
+            );
+            let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
+              ::kernel_std::__private::device::load(
+                __pb.add(__k * 128usize),
+              ),
+            );
+            __s = ::kernel_std::__private::device::fma(__x, __y, __s);
+          }
+          __dot0[__j] = __s;
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut s_3: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          s_3[__j] = __dot0[__j];
+        },
+      );
+    }
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 16usize];
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          let __x = s_3[__j];
+          let __i: usize = {
+            const __L: [usize; 128usize] = [
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+              1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
+              2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
+              3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
+              4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
+              5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
+              6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
+              7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
+              7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
+              8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
+              9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
+              10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
+              11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
+              12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
+              12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
+              13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
+              14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
+              15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
+              15usize, 15usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut __dot0: [f32; 128usize] = [0.0f32; 128usize];
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                        (32i32),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            },
-          );
-        }
-        for __jc in 0..4usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(8192usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__f),
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 128usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  }
-                },
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __row = __f / 128usize;
-              let __col = __f % 128usize;
-              let __pa = (__smem.add(0usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__row * 32usize);
-              let __pb = (__smem.add(8192usize)
-                as *mut ::kernel_std::__private::device::F16)
-                .add(__col);
-              let mut __s: f32 = 0.0f32;
-              for __k in 0..32usize {
-                let __x = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(__pa.add(__k)),
-                );
-                let __y = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32(
-                  ::kernel_std::__private::device::load(
-                    __pb.add(__k * 128usize),
-                  ),
-                );
-                __s = ::kernel_std::__private::device::fma(__x, __y, __s);
-              }
-              __dot0[__j] = __s;
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut s_3: [f32; 128usize] = unsafe { ::core::mem::zeroed() };
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              s_3[__j] = __dot0[__j];
-            },
-          );
-        }
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 16usize];
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __x = s_3[__j];
-              let __i: usize = {
-                const __L: [usize; 128usize] = [
-                  0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                  0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                  1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
-                  2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
-                  3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
-                  4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
-                  5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
-                  6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
-                  7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
-                  7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
-                  8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
-                  9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
-                  10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
-                  11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
-                  12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
-                  12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
-                  13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
-                  14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
-                  15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
-                  15usize, 15usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[7usize],
-            );
-          }
-          let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[8usize],
-            );
-          }
-          let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[9usize],
-            );
-          }
-          let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[10usize],
-            );
-          }
-          let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[11usize],
-            );
-          }
-          let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[12usize],
-            );
-          }
-          let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[13usize],
-            );
-          }
-          let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[14usize],
-            );
-          }
-          let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[15usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            __red1[__j] = {
-              let __po = __smem.add(0usize) as *mut f32;
-              let __o: usize = (__f) * 1usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-            };
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut mx_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            mx_4[__j] = __red1[__j];
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                __p_rmax,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_rmax,
-                __len_rmax,
-                __fnote,
-                2u32,
-                ::core::line!(),
-              ) {
-                ::kernel_std::__private::device::store(__a, mx_4[__j]);
-              }
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 16usize];
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            ::kernel_std::__private::device::store(
-              (__smem.add(512usize) as *mut f32).add(__f),
-              mx_4[__j],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  s_3[__j],
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(512usize) as *mut f32)
-                      .add({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 128usize) * 1usize
-                      }),
-                  ),
-                ),
-              );
-              let __i: usize = {
-                const __L: [usize; 128usize] = [
-                  0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                  0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
-                  1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
-                  2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
-                  3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
-                  4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
-                  5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
-                  6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
-                  7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
-                  7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
-                  8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
-                  9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
-                  10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
-                  11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
-                  12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
-                  12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
-                  13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
-                  14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
-                  15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
-                  15usize, 15usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          16usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
         );
-        if ((__lane as u32) & 15u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[7usize],
-            );
-          }
-          let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[8usize],
-            );
-          }
-          let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[9usize],
-            );
-          }
-          let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[10usize],
-            );
-          }
-          let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[11usize],
-            );
-          }
-          let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[12usize],
-            );
-          }
-          let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[13usize],
-            );
-          }
-          let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[14usize],
-            );
-          }
-          let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 7u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[15usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            __red2[__j] = {
-              let __po = __smem.add(0usize) as *mut f32;
-              let __o: usize = (__f) * 1usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-            };
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                __p_rsum,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_rsum,
-                __len_rsum,
-                __fnote,
-                3u32,
-                ::core::line!(),
-              ) {
-                ::kernel_std::__private::device::store(__a, __red2[__j]);
-              }
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 8usize];
-        for __jc in 0..16usize {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              let __x = s_3[__j];
-              let __i: usize = {
-                const __L: [usize; 128usize] = [
-                  0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                  7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
-                  6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
-                  5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
-                  4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
-                  3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
-                  2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
-                  1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
-                  0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                  7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
-                  6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
-                  5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
-                  4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
-                  3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
-                  2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
-                  1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
-                  0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                  7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
-                  6usize, 7usize,
-                ];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            },
-          );
-        }
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
         );
-        if ((__lane as u32) & 16u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 16384usize {
-            let __o: usize = ((__f >> 14u32) << 7u32)
-              | (__f & ((1usize << 7u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[7usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            __red3[__j] = {
-              let __po = __smem.add(0usize) as *mut f32;
-              let __o: usize = (__f) * 4usize;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __po.add(__o),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 1usize),
-                ),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 2usize),
-                ),
-              );
-              __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                __a,
-                ::kernel_std::__private::device::load(
-                  __po.add(__o + 3usize),
-                ),
-              );
-              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-            };
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        for __j in 0..1usize {
-          let __f = __tid + __j * 128usize;
-          if __f < 128usize {
-            {
-              let __a = ::kernel_std::__private::device::ptr_add(
-                __p_csum,
-                (0i32).wrapping_add((__f) as i32),
-              );
-              if ::kernel_std::__private::device::in_bounds(
-                __a,
-                __p_csum,
-                __len_csum,
-                __fnote,
-                4u32,
-                ::core::line!(),
-              ) {
-                ::kernel_std::__private::device::store(__a, __red3[__j]);
-              }
-            }
-          }
-        }
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[7usize],
+        );
+      }
+      let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[8usize],
+        );
+      }
+      let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[9usize],
+        );
+      }
+      let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[10usize],
+        );
+      }
+      let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[11usize],
+        );
+      }
+      let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[12usize],
+        );
+      }
+      let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[13usize],
+        );
+      }
+      let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[14usize],
+        );
+      }
+      let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[15usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        __red1[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut mx_4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        mx_4[__j] = __red1[__j];
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        {
+          let __a = ::kernel_std::__private::device::ptr_add(
+            __p_rmax,
+            (0i32).wrapping_add((__f) as i32),
+          );
+          if ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_rmax,
+            __len_rmax,
+            __fault,
+            __tag,
+            2u32,
+            ::core::line!(),
+          ) {
+            ::kernel_std::__private::device::store(__a, mx_4[__j]);
+          }
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 16usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 16usize];
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        ::kernel_std::__private::device::store(
+          (__smem.add(512usize) as *mut f32).add(__f),
+          mx_4[__j],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          let __x = <f32 as ::kernel_std::__private::device::Float>::exp(
+            <f32 as ::kernel_std::__private::device::Num>::sub(
+              s_3[__j],
+              ::kernel_std::__private::device::load(
+                (__smem.add(512usize) as *mut f32)
+                  .add({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }),
+              ),
+            ),
+          );
+          let __i: usize = {
+            const __L: [usize; 128usize] = [
+              0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+              0usize, 1usize, 1usize, 1usize, 1usize, 1usize, 1usize,
+              1usize, 1usize, 2usize, 2usize, 2usize, 2usize, 2usize,
+              2usize, 2usize, 2usize, 3usize, 3usize, 3usize, 3usize,
+              3usize, 3usize, 3usize, 3usize, 4usize, 4usize, 4usize,
+              4usize, 4usize, 4usize, 4usize, 4usize, 5usize, 5usize,
+              5usize, 5usize, 5usize, 5usize, 5usize, 5usize, 6usize,
+              6usize, 6usize, 6usize, 6usize, 6usize, 6usize, 6usize,
+              7usize, 7usize, 7usize, 7usize, 7usize, 7usize, 7usize,
+              7usize, 8usize, 8usize, 8usize, 8usize, 8usize, 8usize,
+              8usize, 8usize, 9usize, 9usize, 9usize, 9usize, 9usize,
+              9usize, 9usize, 9usize, 10usize, 10usize, 10usize, 10usize,
+              10usize, 10usize, 10usize, 10usize, 11usize, 11usize,
+              11usize, 11usize, 11usize, 11usize, 11usize, 11usize,
+              12usize, 12usize, 12usize, 12usize, 12usize, 12usize,
+              12usize, 12usize, 13usize, 13usize, 13usize, 13usize,
+              13usize, 13usize, 13usize, 13usize, 14usize, 14usize,
+              14usize, 14usize, 14usize, 14usize, 14usize, 14usize,
+              15usize, 15usize, 15usize, 15usize, 15usize, 15usize,
+              15usize, 15usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      16usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 15u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((4usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((5usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((6usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((7usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[7usize],
+        );
+      }
+      let __f: usize = ((8usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[8usize],
+        );
+      }
+      let __f: usize = ((9usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[9usize],
+        );
+      }
+      let __f: usize = ((10usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[10usize],
+        );
+      }
+      let __f: usize = ((11usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[11usize],
+        );
+      }
+      let __f: usize = ((12usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[12usize],
+        );
+      }
+      let __f: usize = ((13usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[13usize],
+        );
+      }
+      let __f: usize = ((14usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[14usize],
+        );
+      }
+      let __f: usize = ((15usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 7u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[15usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        __red2[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 1usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        {
+          let __a = ::kernel_std::__private::device::ptr_add(
+            __p_rsum,
+            (0i32).wrapping_add((__f) as i32),
+          );
+          if ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_rsum,
+            __len_rsum,
+            __fault,
+            __tag,
+            3u32,
+            ::core::line!(),
+          ) {
+            ::kernel_std::__private::device::store(__a, __red2[__j]);
+          }
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 8usize];
+    for __jc in 0..16usize {
+      let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+      ::kernel_std::__private::device::unroll::<
+        8usize,
+        _,
+      >(
+        #[inline(always)]
+        |__v: usize| {
+          let __j: usize = __jc * 8usize + __v;
+          let __f: usize = __f0 + __v;
+          let __x = s_3[__j];
+          let __i: usize = {
+            const __L: [usize; 128usize] = [
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize, 0usize, 1usize, 2usize, 3usize, 4usize,
+              5usize, 6usize, 7usize, 0usize, 1usize, 2usize, 3usize,
+              4usize, 5usize, 6usize, 7usize, 0usize, 1usize, 2usize,
+              3usize, 4usize, 5usize, 6usize, 7usize, 0usize, 1usize,
+              2usize, 3usize, 4usize, 5usize, 6usize, 7usize, 0usize,
+              1usize, 2usize, 3usize, 4usize, 5usize, 6usize, 7usize,
+              0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+              7usize, 0usize, 1usize, 2usize, 3usize, 4usize, 5usize,
+              6usize, 7usize,
+            ];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        },
+      );
+    }
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 16u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 16384usize {
+        let __o: usize = ((__f >> 14u32) << 7u32)
+          | (__f & ((1usize << 7u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        __red3[__j] = {
+          let __po = __smem.add(0usize) as *mut f32;
+          let __o: usize = (__f) * 4usize;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __po.add(__o),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+          );
+          __a = <f32 as ::kernel_std::__private::device::Num>::add(
+            __a,
+            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+          );
+          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+        };
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    for __j in 0..1usize {
+      let __f = __tid + __j * 128usize;
+      if __f < 128usize {
+        {
+          let __a = ::kernel_std::__private::device::ptr_add(
+            __p_csum,
+            (0i32).wrapping_add((__f) as i32),
+          );
+          if ::kernel_std::__private::device::in_bounds(
+            __a,
+            __p_csum,
+            __len_csum,
+            __fault,
+            __tag,
+            4u32,
+            ::core::line!(),
+          ) {
+            ::kernel_std::__private::device::store(__a, __red3[__j]);
+          }
+        }
+      }
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "dot_reductions"))]

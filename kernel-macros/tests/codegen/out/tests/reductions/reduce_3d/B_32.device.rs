@@ -26,316 +26,47 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut v_0: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 1024usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (8usize - 1)) / 8usize * 8usize,
-                1024usize,
+    let mut v_0: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 1024usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add((0usize) as i32),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_x,
-                      __len_x,
-                      __eu,
-                    )
-                }
-            };
-          __ok
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_x,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x,
+                  __len_x,
+                  __eu,
+                )
+            }
         };
-        if __vfast {
-          let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !false,
-                    [
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if true && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__q0)
-                } else {
-                  [
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-              let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  v_0[__j] = ::kernel_std::__private::device::cast::<
-                    ::kernel_std::__private::device::F16,
-                    f32,
-                  >(__ld0[__v]);
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          v_0 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut v_0 = v_0;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 8usize + __v,
-                    7usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  v_0[__j] = ::kernel_std::__private::device::cast::<
-                    ::kernel_std::__private::device::F16,
-                    f32,
-                  >({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_x,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  });
-                }
-                __jc += 1;
-              }
-              v_0
-            },
-          );
-        }
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 8usize];
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((1024usize) % 8usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_x,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 16usize == 0)
+      {
+        let mut __ld1_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -343,6 +74,41 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld1: [::kernel_std::__private::device::F16; 8usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(
+                __q0,
+                !false,
+                [
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld1_all[__jc] = __ld1;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld1: [::kernel_std::__private::device::F16; 8usize] = __ld1_all[__jc];
             ::kernel_std::__private::device::unroll::<
               8usize,
               _,
@@ -351,304 +117,695 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
               |__v: usize| {
                 let __j: usize = __jc * 8usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = v_0[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                    7usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
+                v_0[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld1[__v]);
               },
             );
           },
         );
+      } else {
+        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
+              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+              );
+              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+              );
+              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+              );
+              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(
+                  __q0,
+                  !false,
+                  [
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if true && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q7 as usize) == (__q0 as usize) + 14usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_x,
+                  __len_x,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__q0)
+              } else {
+                [
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q4,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q4)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q5,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q5)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q6,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q6)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                  if true
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q7,
+                      __p_x,
+                      __len_x,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q7)
+                  } else {
+                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              8usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 8usize + __v;
+                let __f: usize = __f0 + __v;
+                v_0[__j] = ::kernel_std::__private::device::cast::<
+                  ::kernel_std::__private::device::F16,
+                  f32,
+                >(__ld0[__v]);
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      v_0 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_0 = v_0;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                7usize,
+              );
+              let __f: usize = __f0 + __v;
+              v_0[__j] = ::kernel_std::__private::device::cast::<
+                ::kernel_std::__private::device::F16,
+                f32,
+              >({
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_x,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              });
+            }
+            __jc += 1;
+          }
+          v_0
+        },
+      );
+    }
+    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 8usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
             __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
               __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      8usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 8u32) << 3u32)
+          | (__f & ((1usize << 3u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          __red2[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
             );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 32usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
             );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 8u32) << 3u32)
-              | (__f & ((1usize << 3u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[7usize],
-            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red2[__j]);
+            }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          8usize,
           _,
         >(
           #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
+                7usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[3usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[4usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[5usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[6usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 10u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[7usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 32usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __red3[__j] = {
+              let __po = __smem.add(0usize) as *mut f32;
+              let __o: usize = (__f) * 4usize;
+              let mut __a: f32 = ::kernel_std::__private::device::load(
+                __po.add(__o),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 1usize),
+                ),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 2usize),
+                ),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 3usize),
+                ),
+              );
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+            };
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
                   __p_out,
                   __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
+                  __eu,
+                )
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 8usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 8usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_0[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 1usize, 2usize, 3usize, 4usize, 5usize, 6usize,
-                    7usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 1usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 2usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 3usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[3usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 4usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[4usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 5usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[5usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 6usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[6usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 7usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 10u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[7usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -656,6 +813,9 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -664,316 +824,268 @@ pub unsafe extern "ptx-kernel" fn reduce_3d__B_32(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                __red2[__j] = {
-                  let __po = __smem.add(0usize) as *mut f32;
-                  let __o: usize = (__f) * 4usize;
-                  let mut __a: f32 = ::kernel_std::__private::device::load(
-                    __po.add(__o),
-                  );
-                  __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      __po.add(__o + 1usize),
-                    ),
-                  );
-                  __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      __po.add(__o + 2usize),
-                    ),
-                  );
-                  __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      __po.add(__o + 3usize),
-                    ),
-                  );
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                    __a,
-                  )
-                };
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __red3[__j];
+                __sm[__v] = true;
               },
             );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_out,
-                      __len_out,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = __red2[__j];
-                  __sm[__v] = true;
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out,
-                    __len_out,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(__a, __red2[__j]);
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+      } else {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
         >(
           #[inline(always)]
           |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
             ::kernel_std::__private::device::unroll::<
-              8usize,
+              2usize,
               _,
             >(
               #[inline(always)]
               |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
+                let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                let __x = v_0[__j];
-                let __i: usize = {
-                  const __L: [usize; 8usize] = [
-                    0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
-          if __f < 1024usize {
-            let __o: usize = ((__f >> 3u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                      (8i32),
-                    ),
-                  ),
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
                   (0i32).wrapping_add((__f) as i32),
                 );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
+                __sv[__v] = __red3[__j];
+                __sm[__v] = true;
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
                   __p_out,
                   __len_out,
-                  __fnote,
-                  1u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red3[__j]);
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
                 }
               }
             }
           },
         );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(__a, __red3[__j]);
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red4: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 8usize;
+        ::kernel_std::__private::device::unroll::<
+          8usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 8usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_0[__j];
+            let __i: usize = {
+              const __L: [usize; 8usize] = [
+                0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 8usize + 0usize);
+      if __f < 1024usize {
+        let __o: usize = ((__f >> 3u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          __red4[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(__p_out, (32i32)),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                  (8i32),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              1u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red4[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reduce_3d"))]

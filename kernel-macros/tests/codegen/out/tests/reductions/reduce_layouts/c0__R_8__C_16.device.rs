@@ -30,664 +30,462 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_16(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f32; 4usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[f32; 4usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            let __ld0: [f32; 4usize] = {
-              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 16usize) % 8usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                ),
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      0usize + ((__pf / 16usize) % 8usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 16usize) % 8usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      0usize + ((__pf / 16usize) % 8usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 2usize);
-                          0usize + ((__pf / 16usize) % 8usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 1usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      0usize + ((__pf / 16usize) % 8usize) * 1usize
                     }) as i32,
                   ),
-              );
-              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 3usize);
-                          0usize + ((__pf / 16usize) % 8usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
                 ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 2usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                      0usize + ((__pf / 16usize) % 8usize) * 1usize
                     }) as i32,
                   ),
-              );
-              if true && (__q0 as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  16i64,
+                ),
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 3usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          if true && (__q0 as usize) % 16usize == 0
+            && ((1i64) == 1i64
+              && (__q3 as usize) == (__q0 as usize) + 12usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              4usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_x,
                   __len_x,
-                  4usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  f32,
-                  4usize,
-                >(__q0)
-              } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            let __ld0: [f32; 4usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                v_2[__j] = __ld0[__v];
-              },
-            );
-          },
-        );
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 3u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
+                  __fault,
+                  __tag,
+                  0u32,
                   ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 1usize, 2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <f32 as ::core::default::Default>::default()
               },
-            );
-          },
-        );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q2,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q2)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q3,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q3)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        let __ld0: [f32; 4usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            v_2[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
               __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        if ((__lane as u32) & 28u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 3u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
             );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 1usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
             );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 2usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 3usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[3usize],
-            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
+            }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red2: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          4usize,
           _,
         >(
           #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 16usize {
-              __red2[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      8i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red2[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
               __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        if ((__lane as u32) & 3u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 28u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 1usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 2usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 3usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 16usize {
+          __red2[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
             );
-          }
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              let __x = __red3[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 7u32) == 0 {
-          let __po = __smem.add(32usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 1usize + 0usize);
-          if __f < 8usize {
-            let __o: usize = ((__f >> 3u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red4: f32 = {
-          let __po = __smem.add(32usize) as *mut f32;
-          let __o: usize = (0usize) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 16usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
@@ -696,348 +494,533 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_16(
                   8i64,
                 ),
               ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                16i64,
-              ),
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
               __p_out,
               __len_out,
-              __fnote,
+              __fault,
+              __tag,
               2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red4);
+              ::kernel_std::__private::device::store(__a, __red2[__j]);
             }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 0usize, 0usize, 0usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 3u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 4u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              __red5[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_out,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (1i32),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red5[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red6: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_bits,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 16usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          16i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_bits,
-                      __len_bits,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 4usize] = [
-                    0usize, 1usize, 2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
               __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 28u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 1usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 2usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 32usize + __tid) * 4usize + 3usize);
-          if __f < 128usize {
-            let __o: usize = ((__f >> 7u32) << 4u32)
-              | (__f & ((1usize << 4u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 16usize {
-              __red6[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 32usize;
-            if __f < 16usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_xo,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_xo,
-                  __len_xo,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red6[__j]);
-                }
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 3u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          let __x = __red3[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(32usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 1usize + 0usize);
+      if __f < 8usize {
+        let __o: usize = ((__f >> 3u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red4: f32 = {
+      let __po = __smem.add(32usize) as *mut f32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_out,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+          ),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(16i64),
+        );
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red4);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 0usize, 0usize, 0usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 3u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 4u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          __red5[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
+                ),
+                (1i32),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red5[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red6: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_bits,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 16usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_bits,
+                  __len_bits,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 4usize] = [
+                0usize, 1usize, 2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 28u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 0usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 1usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 2usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 32usize + __tid) * 4usize + 3usize);
+      if __f < 128usize {
+        let __o: usize = ((__f >> 7u32) << 4u32)
+          | (__f & ((1usize << 4u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 16usize {
+          __red6[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 32usize;
+        if __f < 16usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_xo,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_xo,
+              __len_xo,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red6[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reduce_layouts"))]

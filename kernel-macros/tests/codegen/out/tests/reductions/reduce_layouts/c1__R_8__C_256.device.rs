@@ -30,1451 +30,755 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut v_2: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true;
+    let mut v_2: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            (__q0 as usize) % 4 == 0 && true
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                false,
+              )
+            } else if true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld0_all[__jc] = __ld0;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = __ld0[__v];
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      v_2 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_2 = v_2;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             4usize,
           );
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    4usize,
-                  )
-              } | false);
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_x,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 256usize) % 8usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 256usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !false,
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if true && (__q0 as usize) % 16usize == 0
-                  && ((1i64) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x,
-                    __len_x,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld0: [f32; 4usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  v_2[__j] = __ld0[__v];
-                },
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                15usize,
               );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          v_2 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut v_2 = v_2;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                4usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 4usize + __v,
-                    15usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  v_2[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_x,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 256usize) % 8usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            256i64,
-                          ),
-                        ),
-                      ),
+              let __f: usize = __f0 + __v;
+              v_2[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
                       (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            0usize + ((__pf / 256usize) % 8usize) * 1usize
                           }) as i32,
                         ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x,
-                        __len_x,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  };
-                }
-                __jc += 1;
-              }
-              v_2
-            },
-          );
-        }
-        let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                    1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                    3usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              __red1[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 256usize) * 1usize
+                      }) as i32,
+                    ),
                 );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red1[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                    3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-                    2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __red2[__j] = {
-                  let __po = __smem.add(0usize) as *mut f32;
-                  let __o: usize = (__f) * 2usize;
-                  let mut __a: f32 = ::kernel_std::__private::device::load(
-                    __po.add(__o),
-                  );
-                  __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
                     __a,
-                    ::kernel_std::__private::device::load(
-                      __po.add(__o + 1usize),
-                    ),
-                  );
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                    __a,
-                  )
-                };
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        8i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_out,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_out,
-                      __len_out,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        8i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = __red2[__j];
-                  __sm[__v] = true;
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_out,
-                    __len_out,
-                    2usize,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
                   )
                 {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    2usize,
-                  >(__sp[0], __sv);
+                  ::kernel_std::__private::device::load(__a)
                 } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
+                  <f32 as ::core::default::Default>::default()
                 }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_out,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        8i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_out,
-                      __len_out,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(__a, __red2[__j]);
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
+              };
+            }
+            __jc += 1;
+          }
+          v_2
+        },
+      );
+    }
+    let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                    1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                    3usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+                3usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
         );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red1[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
             );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
             );
-          }
-          let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[3usize],
-            );
-          }
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
         }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              __red3[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              let __x = __red3[__j];
-              let __i: usize = {
-                const __L: [usize; 1usize] = [0usize];
-                __L[__j]
-              };
-              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __p[__i],
-                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 7u32) == 0 {
-          let __po = __smem.add(64usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
-          if __f < 8usize {
-            let __o: usize = ((__f >> 3u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red4: f32 = {
-          let __po = __smem.add(64usize) as *mut f32;
-          let __o: usize = (0usize) * 1usize;
-          let mut __a: f32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
           {
             let __a = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_out,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  8i64,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                256i64,
-              ),
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
             );
             if ::kernel_std::__private::device::in_bounds(
               __a,
               __p_out,
               __len_out,
-              __fnote,
+              __fault,
+              __tag,
               2u32,
               ::core::line!(),
             ) {
-              ::kernel_std::__private::device::store(__a, __red4);
+              ::kernel_std::__private::device::store(__a, __red1[__j]);
             }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = v_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
-                    1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
-                    3usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          4usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __red2[__j] = {
+              let __po = __smem.add(0usize) as *mut f32;
+              let __o: usize = (__f) * 2usize;
+              let mut __a: f32 = ::kernel_std::__private::device::load(
+                __po.add(__o),
+              );
+              __a = <f32 as ::kernel_std::__private::device::Num>::max(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 1usize),
+                ),
+              );
+              <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+            };
           },
         );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              __red5[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 2usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    8i64,
                   ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 8usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_out,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          8i64,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
                     ),
-                    (1i32),
                   ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
                   __p_out,
                   __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red5[__j]);
-                }
-              }
+                  __eu,
+                )
             }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red6: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_bits,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 256usize) % 8usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 256usize) * 1usize
-                        }) as i32,
-                      ),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_bits,
-                      __len_bits,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 16usize] = [
-                    0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
-                    3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
-                    2usize, 3usize,
-                  ];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[1usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[2usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
-          if __f < 2048usize {
-            let __o: usize = ((__f >> 11u32) << 8u32)
-              | (__f & ((1usize << 8u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 2usize + __w),
-              __p[3usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                8i64,
+              ),
+            ),
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1482,6 +786,9 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -1490,198 +797,969 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                __red6[__j] = {
-                  let __po = __smem.add(0usize) as *mut i32;
-                  let __o: usize = (__f) * 2usize;
-                  let mut __a: i32 = ::kernel_std::__private::device::load(
-                    __po.add(__o),
-                  );
-                  __a = <i32 as ::kernel_std::__private::device::Int>::xor(
-                    __a,
-                    ::kernel_std::__private::device::load(
-                      __po.add(__o + 1usize),
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
                     ),
-                  );
-                  (__a)
-                };
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __red2[__j];
+                __sm[__v] = true;
               },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __red2[__j];
+                __sm[__v] = true;
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_out,
+                  __len_out,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    8i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(__a, __red2[__j]);
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+                3usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_xo,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_xo,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_xo,
-                      __len_xo,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_xo,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = __red6[__j];
-                  __sm[__v] = true;
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    i32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_xo,
-                    __len_xo,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    i32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_xo,
-                      __len_xo,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_xo,
-                      __len_xo,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_xo,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_xo,
-                      __len_xo,
-                      __fnote,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(__a, __red6[__j]);
-                  }
-                }
-                __jc += 1;
-              }
-            },
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red3[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          let __x = __red3[__j];
+          let __i: usize = {
+            const __L: [usize; 1usize] = [0usize];
+            __L[__j]
+          };
+          __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+            __p[__i],
+            <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
           );
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 7u32) == 0 {
+      let __po = __smem.add(64usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 1usize + 0usize);
+      if __f < 8usize {
+        let __o: usize = ((__f >> 3u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red4: f32 = {
+      let __po = __smem.add(64usize) as *mut f32;
+      let __o: usize = (0usize) * 1usize;
+      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
+      <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(
+          ::kernel_std::__private::device::ptr_add(
+            __p_out,
+            <i32 as ::kernel_std::__private::device::Elem>::from_i64(8i64),
+          ),
+          <i32 as ::kernel_std::__private::device::Elem>::from_i64(256i64),
+        );
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_out,
+          __len_out,
+          __fault,
+          __tag,
+          2u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red4);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = v_2[__j];
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 0usize, 0usize, 0usize, 1usize, 1usize, 1usize,
+                1usize, 2usize, 2usize, 2usize, 2usize, 3usize, 3usize,
+                3usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((1usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((2usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((3usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          __red5[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 2usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 8usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      8i64,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (1i32),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red5[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red6: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 4usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 4usize];
+    ::kernel_std::__private::device::unroll::<
+      4usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 4usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_bits,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 256usize) % 8usize) * 1usize
+                        }) as i32,
+                      ),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 256usize) * 1usize
+                    }) as i32,
+                  ),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_bits,
+                  __len_bits,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 16usize] = [
+                0usize, 1usize, 2usize, 3usize, 0usize, 1usize, 2usize,
+                3usize, 0usize, 1usize, 2usize, 3usize, 0usize, 1usize,
+                2usize, 3usize,
+              ];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 1u32) & 1) << 0usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 0usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 1usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[1usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 2usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[2usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 4usize + 3usize);
+      if __f < 2048usize {
+        let __o: usize = ((__f >> 11u32) << 8u32)
+          | (__f & ((1usize << 8u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 2usize + __w),
+          __p[3usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __red6[__j] = {
+              let __po = __smem.add(0usize) as *mut i32;
+              let __o: usize = (__f) * 2usize;
+              let mut __a: i32 = ::kernel_std::__private::device::load(
+                __po.add(__o),
+              );
+              __a = <i32 as ::kernel_std::__private::device::Int>::xor(
+                __a,
+                ::kernel_std::__private::device::load(
+                  __po.add(__o + 1usize),
+                ),
+              );
+              (__a)
+            };
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_xo,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_xo,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_xo,
+                  __len_xo,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_xo,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_xo,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __red6[__j];
+                __sm[__v] = true;
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              i32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_xo,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __red6[__j];
+                __sm[__v] = true;
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  i32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_xo,
+                  __len_xo,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  i32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_xo,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_xo,
+                  __len_xo,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(__a, __red6[__j]);
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reduce_layouts"))]

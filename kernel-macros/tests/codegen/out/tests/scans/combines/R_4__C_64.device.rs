@@ -34,1506 +34,1435 @@ pub unsafe extern "ptx-kernel" fn combines__R_4__C_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld0: [f32; 2usize] = {
-              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                __p_x,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              );
-              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                __p_x,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              );
-              if true && (__q0 as usize) % 8usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q1 as usize) == (__q0 as usize) + 4usize)
-                && ::kernel_std::__private::device::fits(
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          if true && (__q0 as usize) % 8usize == 0
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 2usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_x,
                   __len_x,
-                  2usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  f32,
-                  2usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q0)
               } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld0: [f32; 2usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                a_3[__j] = __ld0[__v];
+                <f32 as ::core::default::Default>::default()
               },
-            );
-          },
-        );
-        let mut b_4: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld1_all: [[i32; 2usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
+          }
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld1: [i32; 2usize] = {
-              let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                __p_v,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                __p_v,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              if true && (__q0 as usize) % 8usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q1 as usize) == (__q0 as usize) + 4usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_v,
-                  __len_v,
-                  2usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  i32,
-                  2usize,
-                >(__q0)
-              } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_v,
-                      __len_v,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_v,
-                      __len_v,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld1_all[__jc] = __ld1;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld1: [i32; 2usize] = __ld1_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                b_4[__j] = __ld1[__v];
-              },
-            );
-          },
-        );
-        let mut __scan2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_3[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_5: f32, b_6: f32| -> f32 {
-                  {
-                    let __wa = b_6;
-                    let __wb = a_5;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_5: f32, b_6: f32| -> f32 {
-                  {
-                    let __wa = b_6;
-                    let __wb = a_5;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = (|a_5: f32, b_6: f32| -> f32 {
-                  {
-                    let __wa = b_6;
-                    let __wb = a_5;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan2[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan2[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_3[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 64usize {
-            let __base = (__o / 64usize) * (4usize * 64usize)
-              + (__o % 64usize);
-            let __lo = __lane * 1usize;
-            let __hi = if __lo + 1usize < 4usize {
-              __lo + 1usize
-            } else {
-              4usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + (4usize - 1 - __p) * 64usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_7: f32, b_8: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + (4usize - 1 - __p) * 64usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + (4usize - 1 - __p) * 64usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_7: f32, b_8: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
-                __pre = (|a_7: f32, b_8: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan3[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4i64,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan3[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan4: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                  (b_4[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut i32;
-          let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: i32 = ::kernel_std::__private::device::load(
-                __px.add(__base + (64usize - 1 - __p) * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_9: i32, b_10: i32| -> i32 {
-                  {
-                    let __wa = a_9;
-                    let __wb = b_10;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_9,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + (64usize - 1 - __p) * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: i32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + (64usize - 1 - __p) * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_9: i32, b_10: i32| -> i32 {
-                  {
-                    let __wa = a_9;
-                    let __wb = b_10;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_9,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
-                __pre = (|a_9: i32, b_10: i32| -> i32 {
-                  {
-                    let __wa = a_9;
-                    let __wb = b_10;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_9,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan4[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_iout,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan4[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_iout,
-                __len_iout,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                i32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_3[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_11: f32, b_12: f32| -> f32 {
-                  {
-                    let __wa = b_12;
-                    let __wb = a_11;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_11: f32, b_12: f32| -> f32 {
-                  {
-                    let __wa = b_12;
-                    let __wb = a_11;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = (|a_11: f32, b_12: f32| -> f32 {
-                  {
-                    let __wa = b_12;
-                    let __wb = a_11;
-                    if <f32 as ::kernel_std::__private::device::Num>::gt(
-                      <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
-                      <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red5[__j] = ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32)
-                  .add(
-                    (__f / 1usize) * (64usize * 1usize) + __f % 1usize
-                      + (64usize - 1) * 1usize,
-                  ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_red,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_red,
-                  __len_red,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red5[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red6: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_3[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 64usize {
-            let __base = (__o / 64usize) * (4usize * 64usize)
-              + (__o % 64usize);
-            let __lo = __lane * 1usize;
-            let __hi = if __lo + 1usize < 4usize {
-              __lo + 1usize
-            } else {
-              4usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 64usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_13: f32, b_14: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    a_13,
-                    b_14,
-                  )
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 64usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 64usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_13: f32, b_14: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    a_13,
-                    b_14,
-                  )
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 64usize);
-                __pre = (|a_13: f32, b_14: f32| -> f32 {
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    a_13,
-                    b_14,
-                  )
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red6[__j] = ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32)
-                  .add(
-                    (__f / 64usize) * (4usize * 64usize) + __f % 64usize
-                      + (4usize - 1) * 64usize,
-                  ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_red,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      4i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_red,
-                  __len_red,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red6[__j]);
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red7: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                  (b_4[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut i32;
-          let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: i32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = (|a_15: i32, b_16: i32| -> i32 {
-                  {
-                    let __wa = a_15;
-                    let __wb = b_16;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_15,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: i32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = (|a_15: i32, b_16: i32| -> i32 {
-                  {
-                    let __wa = a_15;
-                    let __wb = b_16;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_15,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = (|a_15: i32, b_16: i32| -> i32 {
-                  {
-                    let __wa = a_15;
-                    let __wb = b_16;
-                    if <i32 as ::kernel_std::__private::device::Num>::ne(
-                      a_15,
-                      (0i32),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  }
-                })(__pre, ::kernel_std::__private::device::load(__e));
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red7[__j] = ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut i32)
-                  .add(
-                    (__f / 1usize) * (64usize * 1usize) + __f % 1usize
-                      + (64usize - 1) * 1usize,
-                  ),
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_ired,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_ired,
-                  __len_ired,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red7[__j]);
-                }
-              }
-            }
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            a_3[__j] = __ld0[__v];
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    let mut b_4: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld1_all: [[i32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld1: [i32; 2usize] = {
+          let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            __p_v,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            __p_v,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          if true && (__q0 as usize) % 8usize == 0
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_v,
+              __len_v,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<i32, 2usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_v,
+                  __len_v,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_v,
+                  __len_v,
+                  __fault,
+                  __tag,
+                  1u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        __ld1_all[__jc] = __ld1;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld1: [i32; 2usize] = __ld1_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            b_4[__j] = __ld1[__v];
+          },
+        );
+      },
+    );
+    let mut __scan2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_3[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_5: f32, b_6: f32| -> f32 {
+              {
+                let __wa = b_6;
+                let __wb = a_5;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_5: f32, b_6: f32| -> f32 {
+              {
+                let __wa = b_6;
+                let __wb = a_5;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = (|a_5: f32, b_6: f32| -> f32 {
+              {
+                let __wa = b_6;
+                let __wb = a_5;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_6),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_5),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan2[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan2[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_3[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 64usize {
+        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
+        let __lo = __lane * 1usize;
+        let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (4usize - 1 - __p) * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_7: f32, b_8: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (4usize - 1 - __p) * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + (4usize - 1 - __p) * 64usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_7: f32, b_8: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
+            __pre = (|a_7: f32, b_8: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(a_7, b_8)
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan3[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan3[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              2u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan4: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (b_4[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut i32;
+      let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (64usize - 1 - __p) * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_9: i32, b_10: i32| -> i32 {
+              {
+                let __wa = a_9;
+                let __wb = b_10;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_9,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (64usize - 1 - __p) * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + (64usize - 1 - __p) * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_9: i32, b_10: i32| -> i32 {
+              {
+                let __wa = a_9;
+                let __wb = b_10;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_9,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
+            __pre = (|a_9: i32, b_10: i32| -> i32 {
+              {
+                let __wa = a_9;
+                let __wb = b_10;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_9,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan4[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut i32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_iout,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan4[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_iout,
+            __len_iout,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red5: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_3[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_11: f32, b_12: f32| -> f32 {
+              {
+                let __wa = b_12;
+                let __wb = a_11;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_11: f32, b_12: f32| -> f32 {
+              {
+                let __wa = b_12;
+                let __wb = a_11;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = (|a_11: f32, b_12: f32| -> f32 {
+              {
+                let __wa = b_12;
+                let __wb = a_11;
+                if <f32 as ::kernel_std::__private::device::Num>::gt(
+                  <f32 as ::kernel_std::__private::device::Float>::abs(b_12),
+                  <f32 as ::kernel_std::__private::device::Float>::abs(a_11),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red5[__j] = ::kernel_std::__private::device::load(
+            (__smem.add(0usize) as *mut f32)
+              .add(
+                (__f / 1usize) * (64usize * 1usize) + __f % 1usize
+                  + (64usize - 1) * 1usize,
+              ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_red,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_red,
+              __len_red,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red5[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red6: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_3[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 64usize {
+        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
+        let __lo = __lane * 1usize;
+        let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_13: f32, b_14: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(
+                a_13,
+                b_14,
+              )
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 64usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_13: f32, b_14: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(
+                a_13,
+                b_14,
+              )
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 64usize);
+            __pre = (|a_13: f32, b_14: f32| -> f32 {
+              <f32 as ::kernel_std::__private::device::Num>::add(
+                a_13,
+                b_14,
+              )
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red6[__j] = ::kernel_std::__private::device::load(
+            (__smem.add(0usize) as *mut f32)
+              .add(
+                (__f / 64usize) * (4usize * 64usize) + __f % 64usize
+                  + (4usize - 1) * 64usize,
+              ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_red,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  4i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_red,
+              __len_red,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red6[__j]);
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red7: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (b_4[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut i32;
+      let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = (|a_15: i32, b_16: i32| -> i32 {
+              {
+                let __wa = a_15;
+                let __wb = b_16;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_15,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = (|a_15: i32, b_16: i32| -> i32 {
+              {
+                let __wa = a_15;
+                let __wb = b_16;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_15,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__pt.add(__l)));
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = (|a_15: i32, b_16: i32| -> i32 {
+              {
+                let __wa = a_15;
+                let __wb = b_16;
+                if <i32 as ::kernel_std::__private::device::Num>::ne(
+                  a_15,
+                  (0i32),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              }
+            })(__pre, ::kernel_std::__private::device::load(__e));
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red7[__j] = ::kernel_std::__private::device::load(
+            (__smem.add(0usize) as *mut i32)
+              .add(
+                (__f / 1usize) * (64usize * 1usize) + __f % 1usize
+                  + (64usize - 1) * 1usize,
+              ),
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_ired,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_ired,
+              __len_ired,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red7[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "combines"))]

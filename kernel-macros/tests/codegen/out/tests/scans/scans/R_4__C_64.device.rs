@@ -36,2671 +36,2606 @@ pub unsafe extern "ptx-kernel" fn scans__R_4__C_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut n_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(4i64),
+      <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+    );
+    let mut a_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut n_3: i32 = <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(4i64),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        );
-        let mut a_4: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[f32; 2usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld0: [f32; 2usize] = {
-              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                __p_x,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = {
+          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              );
-              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                __p_x,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            __p_x,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
                 ),
-              );
-              if true && (__q0 as usize) % 8usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q1 as usize) == (__q0 as usize) + 4usize)
-                && ::kernel_std::__private::device::fits(
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          if true && (__q0 as usize) % 8usize == 0
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_x,
+              __len_x,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<f32, 2usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
                   __q0,
                   __p_x,
                   __len_x,
-                  2usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::load_vec::<
-                  f32,
-                  2usize,
-                >(__q0)
+                ::kernel_std::__private::device::load(__q0)
               } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x,
-                      __len_x,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld0: [f32; 2usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                a_4[__j] = __ld0[__v];
+                <f32 as ::core::default::Default>::default()
               },
-            );
-          },
-        );
-        let mut __scan1: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_4[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_x,
+                  __len_x,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
               } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
+                <f32 as ::core::default::Default>::default()
+              },
+            ]
           }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan1[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan1[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_4[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 64usize {
-            let __base = (__o / 64usize) * (4usize * 64usize)
-              + (__o % 64usize);
-            let __lo = __lane * 1usize;
-            let __hi = if __lo + 1usize < 4usize {
-              __lo + 1usize
-            } else {
-              4usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + (4usize - 1 - __p) * 64usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + (4usize - 1 - __p) * 64usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + (4usize - 1 - __p) * 64usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan2[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(__p_out, n_3),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan2[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  (a_4[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
-                __px.add(__base + (64usize - 1 - __p) * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + (64usize - 1 - __p) * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + (64usize - 1 - __p) * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan3[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (2i32),
-                      n_3,
-                    ),
-                  ),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan3[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_out,
-                __len_out,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                f32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_out,
-                  __len_out,
-                  __fnote,
-                  3u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan4: [::kernel_std::__private::device::F16; 2usize] = unsafe {
-          ::core::mem::zeroed()
         };
+        __ld0_all[__jc] = __ld0;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld0: [f32; 2usize] = __ld0_all[__jc];
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut f32).add(__f),
-                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_h,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 64usize) % 4usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if true
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_h,
-                        __len_h,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    }
-                  }),
-                );
-              },
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            a_4[__j] = __ld0[__v];
+          },
+        );
+      },
+    );
+    let mut __scan1: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_4[__j]),
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut f32;
-          let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: f32 = ::kernel_std::__private::device::load(
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
                 __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: f32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <f32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
           }
         }
-        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan4[__j] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut f32).add(__f),
-                  ),
-                );
-              },
-            );
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan1[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_hout,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan4[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 4usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_hout,
-                __len_hout,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_hout,
-                  __len_hout,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_hout,
-                  __len_hout,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut b_5: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld5_all: [[i32; 2usize]; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld5: [i32; 2usize] = {
-              let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                __p_v,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
-                __p_v,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 1usize);
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }) as i32,
-                      ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              if true && (__q0 as usize) % 8usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q1 as usize) == (__q0 as usize) + 4usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_v,
-                  __len_v,
-                  2usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  i32,
-                  2usize,
-                >(__q0)
-              } else {
-                [
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_v,
-                      __len_v,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  },
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_v,
-                      __len_v,
-                      __fnote,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <i32 as ::core::default::Default>::default()
-                  },
-                ]
-              }
-            };
-            __ld5_all[__jc] = __ld5;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let __ld5: [i32; 2usize] = __ld5_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                b_5[__j] = __ld5[__v];
-              },
-            );
-          },
-        );
-        let mut __scan6: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                  (b_5[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut i32;
-          let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 4usize {
-            let __base = (__o / 1usize) * (64usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 2usize;
-            let __hi = if __lo + 2usize < 64usize {
-              __lo + 2usize
-            } else {
-              64usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: i32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: i32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan6[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_iout,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan6[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_iout,
-                __len_iout,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                i32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan7: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                  (b_5[__j]),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut i32;
-          let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 64usize {
-            let __base = (__o / 64usize) * (4usize * 64usize)
-              + (__o % 64usize);
-            let __lo = __lane * 1usize;
-            let __hi = if __lo + 1usize < 4usize {
-              __lo + 1usize
-            } else {
-              4usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: i32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 64usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 64usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: i32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 64usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 64usize);
-                __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan7[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(__p_iout, n_3),
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 4usize) * 1usize
-                          }) as i32,
-                        ),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                );
-                __sv[__v] = __scan7[__j];
-                __sm[__v] = true;
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 8usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_iout,
-                __len_iout,
-                2usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                i32,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_iout,
-                  __len_iout,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = a_4[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red8[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(32usize) as *mut f32).add(__f),
-                __red8[__j],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __wa = (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    );
-                  let __wb = (2147483647i32);
-                  if <f32 as ::kernel_std::__private::device::Num>::eq(
-                    a_4[__j],
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(32usize) as *mut f32)
-                        .add({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }),
-                    ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(16usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red9[__j] = {
-                let __po = __smem.add(16usize) as *mut i32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut argmax_index_7: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              argmax_index_7[__j] = __red9[__j];
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_idx,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_idx,
-                  __len_idx,
-                  __fnote,
-                  6u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    {
-                      let __wa = (0i32);
-                      let __wb = argmax_index_7[__j];
-                      if <i32 as ::kernel_std::__private::device::Num>::eq(
-                        argmax_index_7[__j],
-                        (2147483647i32),
-                      ) {
-                        __wa
-                      } else {
-                        __wb
-                      }
-                    },
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red10: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = a_4[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red10[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red11: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(32usize) as *mut f32).add(__f),
-                __red10[__j],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __wa = (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    );
-                  let __wb = (2147483647i32);
-                  if <f32 as ::kernel_std::__private::device::Num>::eq(
-                    a_4[__j],
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(32usize) as *mut f32)
-                        .add({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 4usize) * 1usize
-                        }),
-                    ),
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(16usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red11[__j] = {
-                let __po = __smem.add(16usize) as *mut i32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut argmin_index_9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              argmin_index_9[__j] = __red11[__j];
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_idx,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      4i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_idx,
-                  __len_idx,
-                  __fnote,
-                  6u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    {
-                      let __wa = (0i32);
-                      let __wb = argmin_index_9[__j];
-                      if <i32 as ::kernel_std::__private::device::Num>::eq(
-                        argmin_index_9[__j],
-                        (2147483647i32),
-                      ) {
-                        __wa
-                      } else {
-                        __wb
-                      }
-                    },
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = a_4[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 1usize];
-                  __L[__j]
-                };
-                __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
-                );
-              },
-            );
-          },
-        );
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(0usize) as *mut f32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red12[__j] = {
-                let __po = __smem.add(0usize) as *mut f32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: f32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <f32 as ::kernel_std::__private::device::Num>::max(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                <f32 as ::kernel_std::__private::device::Elem>::from_f32(
-                  __a,
-                )
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red13: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              ::kernel_std::__private::device::store(
-                (__smem.add(2048usize) as *mut f32).add(__f),
-                __red12[__j],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __wa = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = __f;
                         0usize + ((__pf / 64usize) % 4usize) * 1usize
                       }) as i32,
-                    );
-                  let __wb = (2147483647i32);
-                  if <f32 as ::kernel_std::__private::device::Num>::eq(
-                    a_4[__j],
-                    ::kernel_std::__private::device::load(
-                      (__smem.add(2048usize) as *mut f32)
-                        .add({
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan1[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan2: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_4[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 64usize {
+        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
+        let __lo = __lane * 1usize;
+        let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (4usize - 1 - __p) * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (4usize - 1 - __p) * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + (4usize - 1 - __p) * 64usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (4usize - 1 - __p) * 64usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan2[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(__p_out, n_3),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan2[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan3: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              (a_4[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + (64usize - 1 - __p) * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + (64usize - 1 - __p) * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + (64usize - 1 - __p) * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + (64usize - 1 - __p) * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan3[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut f32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (2i32),
+                  n_3,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan3[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_out,
+            __len_out,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            f32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_out,
+              __len_out,
+              __fault,
+              __tag,
+              3u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan4: [::kernel_std::__private::device::F16; 2usize] = unsafe {
+      ::core::mem::zeroed()
+    };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut f32).add(__f),
+              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::to_f32({
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_h,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 4usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
                           let __pf: usize = __f;
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }),
+                        }) as i32,
+                      ),
+                  ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_h,
+                    __len_h,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                }
+              }),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut f32;
+      let __pt = (__smem.add(1024usize) as *mut f32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: f32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <f32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: f32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <f32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan4[__j] = <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut f32).add(__f),
+              ),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_hout,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
                     ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan4[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 4usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_hout,
+            __len_hout,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            ::kernel_std::__private::device::F16,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_hout,
+              __len_hout,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_hout,
+              __len_hout,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut b_5: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    let mut __ld5_all: [[i32; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld5: [i32; 2usize] = {
+          let __q0: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            __p_v,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          let __q1: *mut i32 = ::kernel_std::__private::device::ptr_add(
+            __p_v,
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 1usize);
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }) as i32,
+                  ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+          );
+          if true && (__q0 as usize) % 8usize == 0
+            && (((0i64).wrapping_add(1i64)) == 1i64
+              && (__q1 as usize) == (__q0 as usize) + 4usize)
+            && ::kernel_std::__private::device::fits(
+              __q0,
+              __p_v,
+              __len_v,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::load_vec::<i32, 2usize>(__q0)
+          } else {
+            [
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q0,
+                  __p_v,
+                  __len_v,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q0)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __q1,
+                  __p_v,
+                  __len_v,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__q1)
+              } else {
+                <i32 as ::core::default::Default>::default()
+              },
+            ]
+          }
+        };
+        __ld5_all[__jc] = __ld5;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld5: [i32; 2usize] = __ld5_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            b_5[__j] = __ld5[__v];
+          },
+        );
+      },
+    );
+    let mut __scan6: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (b_5[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut i32;
+      let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 4usize {
+        let __base = (__o / 1usize) * (64usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 2usize;
+        let __hi = if __lo + 2usize < 64usize { __lo + 2usize } else { 64usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan6[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut i32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_iout,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan6[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_iout,
+            __len_iout,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan7: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (b_5[__j]),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut i32;
+      let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 64usize {
+        let __base = (__o / 64usize) * (4usize * 64usize) + (__o % 64usize);
+        let __lo = __lane * 1usize;
+        let __hi = if __lo + 1usize < 4usize { __lo + 1usize } else { 4usize };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 64usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 64usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 64usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 64usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::mul(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan7[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut i32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(__p_iout, n_3),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 64usize) % 4usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    64i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = __scan7[__j];
+            __sm[__v] = true;
+          },
+        );
+        if true && __sm[0usize] && __sm[1usize]
+          && (__sp[0] as usize) % 8usize == 0
+          && (((0i64).wrapping_add(1i64)) == 1i64
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+          && ::kernel_std::__private::device::fits(
+            __sp[0],
+            __p_iout,
+            __len_iout,
+            2usize,
+          )
+        {
+          ::kernel_std::__private::device::store_vec::<
+            i32,
+            2usize,
+          >(__sp[0], __sv);
+        } else {
+          if __sm[0usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[0usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[0usize],
+              __sv[0usize],
+            );
+          }
+          if __sm[1usize]
+            && ::kernel_std::__private::device::in_bounds(
+              __sp[1usize],
+              __p_iout,
+              __len_iout,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            )
+          {
+            ::kernel_std::__private::device::store(
+              __sp[1usize],
+              __sv[1usize],
+            );
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = a_4[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red8[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(32usize) as *mut f32).add(__f),
+            __red8[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __wa = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                );
+              let __wb = (2147483647i32);
+              if <f32 as ::kernel_std::__private::device::Num>::eq(
+                a_4[__j],
+                ::kernel_std::__private::device::load(
+                  (__smem.add(32usize) as *mut f32)
+                    .add({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }),
+                ),
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(16usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red9[__j] = {
+            let __po = __smem.add(16usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut argmax_index_7: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          argmax_index_7[__j] = __red9[__j];
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_idx,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_idx,
+              __len_idx,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                {
+                  let __wa = (0i32);
+                  let __wb = argmax_index_7[__j];
+                  if <i32 as ::kernel_std::__private::device::Num>::eq(
+                    argmax_index_7[__j],
+                    (2147483647i32),
                   ) {
                     __wa
                   } else {
                     __wb
                   }
-                };
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 1usize];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        if ((__lane as u32) & 0u32) == 0 {
-          let __po = __smem.add(1024usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 6u32)
-              | (__f & ((1usize << 6u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[1usize],
-            );
+                },
+              );
+            }
           }
         }
-        ::kernel_std::__private::device::bar_sync();
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red10: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
         ::kernel_std::__private::device::unroll::<
-          1usize,
+          2usize,
           _,
         >(
           #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              __red13[__j] = {
-                let __po = __smem.add(1024usize) as *mut i32;
-                let __o: usize = (__f) * 4usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 1usize),
-                  ),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 2usize),
-                  ),
-                );
-                __a = <i32 as ::kernel_std::__private::device::Num>::min(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __po.add(__o + 3usize),
-                  ),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut argmax_index_11: [i32; 1usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              argmax_index_11[__j] = __red13[__j];
-            }
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_idx,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (2i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        4i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_idx,
-                  __len_idx,
-                  __fnote,
-                  6u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    {
-                      let __wa = (0i32);
-                      let __wb = argmax_index_11[__j];
-                      if <i32 as ::kernel_std::__private::device::Num>::eq(
-                        argmax_index_11[__j],
-                        (2147483647i32),
-                      ) {
-                        __wa
-                      } else {
-                        __wb
-                      }
-                    },
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __red14: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = b_5[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = a_4[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
               __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
             );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 6u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 1usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              __red14[__j] = {
-                let __po = __smem.add(0usize) as *mut i32;
-                let __o: usize = (__f) * 1usize;
-                let mut __a: i32 = ::kernel_std::__private::device::load(
-                  __po.add(__o),
-                );
-                (__a)
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 4usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_idx,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (2i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          4i64,
-                        ),
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_idx,
-                  __len_idx,
-                  __fnote,
-                  6u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(__a, __red14[__j]);
-                }
-              }
-            }
           },
         );
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <f32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red10[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red11: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(32usize) as *mut f32).add(__f),
+            __red10[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __wa = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
+                );
+              let __wb = (2147483647i32);
+              if <f32 as ::kernel_std::__private::device::Num>::eq(
+                a_4[__j],
+                ::kernel_std::__private::device::load(
+                  (__smem.add(32usize) as *mut f32)
+                    .add({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 64usize) % 4usize) * 1usize
+                    }),
+                ),
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(16usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red11[__j] = {
+            let __po = __smem.add(16usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut argmin_index_9: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          argmin_index_9[__j] = __red11[__j];
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_idx,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  4i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_idx,
+              __len_idx,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                {
+                  let __wa = (0i32);
+                  let __wb = argmin_index_9[__j];
+                  if <i32 as ::kernel_std::__private::device::Num>::eq(
+                    argmin_index_9[__j],
+                    (2147483647i32),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                },
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red12: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = a_4[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 1usize];
+              __L[__j]
+            };
+            __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+            );
+          },
+        );
+      },
+    );
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(0usize) as *mut f32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red12[__j] = {
+            let __po = __smem.add(0usize) as *mut f32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: f32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <f32 as ::kernel_std::__private::device::Num>::max(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red13: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 2usize] = [<i32 as ::kernel_std::__private::device::Bounds>::highest(); 2usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          ::kernel_std::__private::device::store(
+            (__smem.add(2048usize) as *mut f32).add(__f),
+            __red12[__j],
+          );
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __wa = (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = __f;
+                    0usize + ((__pf / 64usize) % 4usize) * 1usize
+                  }) as i32,
+                );
+              let __wb = (2147483647i32);
+              if <f32 as ::kernel_std::__private::device::Num>::eq(
+                a_4[__j],
+                ::kernel_std::__private::device::load(
+                  (__smem.add(2048usize) as *mut f32)
+                    .add({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                    }),
+                ),
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 1usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    if ((__lane as u32) & 0u32) == 0 {
+      let __po = __smem.add(1024usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 1usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 6u32)
+          | (__f & ((1usize << 6u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[1usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          __red13[__j] = {
+            let __po = __smem.add(1024usize) as *mut i32;
+            let __o: usize = (__f) * 4usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+            );
+            __a = <i32 as ::kernel_std::__private::device::Num>::min(
+              __a,
+              ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut argmax_index_11: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          argmax_index_11[__j] = __red13[__j];
+        }
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_idx,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (2i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_idx,
+              __len_idx,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                {
+                  let __wa = (0i32);
+                  let __wb = argmax_index_11[__j];
+                  if <i32 as ::kernel_std::__private::device::Num>::eq(
+                    argmax_index_11[__j],
+                    (2147483647i32),
+                  ) {
+                    __wa
+                  } else {
+                    __wb
+                  }
+                },
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __red14: [i32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = b_5[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 6u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 1usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          __red14[__j] = {
+            let __po = __smem.add(0usize) as *mut i32;
+            let __o: usize = (__f) * 1usize;
+            let mut __a: i32 = ::kernel_std::__private::device::load(
+              __po.add(__o),
+            );
+            (__a)
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 4usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_idx,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (2i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4i64,
+                    ),
+                  ),
+                ),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_idx,
+              __len_idx,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(__a, __red14[__j]);
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "scans"))]

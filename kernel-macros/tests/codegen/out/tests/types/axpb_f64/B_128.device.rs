@@ -31,181 +31,176 @@ pub unsafe extern "ptx-kernel" fn axpb_f64__B_128(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut v_2: [f64; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut v_2: [f64; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              v_2[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_x,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          v_2[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_x,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
                   ),
-                );
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        128i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  __p_n,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_x,
-                    __len_x,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <f64 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_out,
-                    __len_out,
-                    __fnote,
-                    4u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f64 as ::kernel_std::__private::device::Num>::add(
-                        <f64 as ::kernel_std::__private::device::Num>::mul(
-                          v_2[__j],
-                          __p_alpha,
-                        ),
-                        __p_beta,
-                      ),
-                    );
-                  }
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 128usize {
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
+                (0i32).wrapping_add((__f) as i32),
+              ),
+            );
+            if <i32 as ::kernel_std::__private::device::Num>::lt(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    128i64,
                   ),
-                  (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n,
-              ) {
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_low,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_low,
-                    __len_low,
-                    __fnote,
-                    5u32,
-                    ::core::line!(),
-                  ) {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <f32 as ::kernel_std::__private::device::Num>::add(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
-                          ::kernel_std::__private::device::cast::<f64, f32>(__p_alpha),
-                        ),
-                        ::kernel_std::__private::device::cast::<f64, f32>(__p_beta),
-                      ),
-                    );
-                  }
-                }
-              }
+                (0i32).wrapping_add((__f) as i32),
+              ),
+              __p_n,
+            )
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_x,
+                __len_x,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <f64 as ::core::default::Default>::default()
             }
-          },
-        );
+          };
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_out,
+                __len_out,
+                __fault,
+                __tag,
+                4u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f64 as ::kernel_std::__private::device::Num>::add(
+                    <f64 as ::kernel_std::__private::device::Num>::mul(
+                      v_2[__j],
+                      __p_alpha,
+                    ),
+                    __p_beta,
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 128usize {
+          if <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::program_id(0u32),
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            ),
+            __p_n,
+          ) {
+            {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_low,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              if ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_low,
+                __len_low,
+                __fault,
+                __tag,
+                5u32,
+                ::core::line!(),
+              ) {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<f64, f32>(v_2[__j]),
+                      ::kernel_std::__private::device::cast::<f64, f32>(__p_alpha),
+                    ),
+                    ::kernel_std::__private::device::cast::<f64, f32>(__p_beta),
+                  ),
+                );
+              }
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "axpb_f64"))]

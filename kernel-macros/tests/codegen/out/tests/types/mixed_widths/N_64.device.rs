@@ -38,270 +38,270 @@ pub unsafe extern "ptx-kernel" fn mixed_widths__N_64(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
+    let mut a_1: [u8; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
       #[inline(always)]
-      || {
-        let mut a_1: [u8; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              a_1[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_p,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_p,
-                    __len_p,
-                    __fnote,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <u8 as ::core::default::Default>::default()
-                }
-              };
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          a_1[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_p,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_p,
+                __len_p,
+                __fault,
+                __tag,
+                0u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <u8 as ::core::default::Default>::default()
             }
-          },
-        );
-        let mut c_3: [i8; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              c_3[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_r,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_r,
-                    __len_r,
-                    __fnote,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <i8 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        let mut d_4: [u16; 1usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              d_4[__j] = {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_w,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if true
-                  && ::kernel_std::__private::device::in_bounds(
-                    __a,
-                    __p_w,
-                    __len_w,
-                    __fnote,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__a)
-                } else {
-                  <u16 as ::core::default::Default>::default()
-                }
-              };
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_o16,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_o16,
-                  __len_o16,
-                  __fnote,
-                  4u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i16 as ::kernel_std::__private::device::Num>::add(
-                      ::kernel_std::__private::device::cast::<u8, i16>(a_1[__j]),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_q,
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if true
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_q,
-                            __len_q,
-                            __fnote,
-                            1u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <i16 as ::core::default::Default>::default()
-                        }
-                      },
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_o32,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_o32,
-                  __len_o32,
-                  __fnote,
-                  5u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::cast::<i8, i32>(c_3[__j]),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_ou32,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_ou32,
-                  __len_ou32,
-                  __fnote,
-                  6u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <u32 as ::kernel_std::__private::device::Num>::add(
-                      ::kernel_std::__private::device::cast::<u16, u32>(d_4[__j]),
-                      ::kernel_std::__private::device::cast::<
-                        i32,
-                        u32,
-                      >((0i32).wrapping_add((__f) as i32)),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__j: usize| {
-            let __f = __tid + __j * 128usize;
-            if __f < 64usize {
-              {
-                let __a = ::kernel_std::__private::device::ptr_add(
-                  __p_o8,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                if ::kernel_std::__private::device::in_bounds(
-                  __a,
-                  __p_o8,
-                  __len_o8,
-                  __fnote,
-                  7u32,
-                  ::core::line!(),
-                ) {
-                  ::kernel_std::__private::device::store(
-                    __a,
-                    <u8 as ::kernel_std::__private::device::Num>::add(
-                      a_1[__j],
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1i64,
-                      ),
-                    ),
-                  );
-                }
-              }
-            }
-          },
-        );
+          };
+        }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    let mut c_3: [i8; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          c_3[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_r,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_r,
+                __len_r,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <i8 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    let mut d_4: [u16; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          d_4[__j] = {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_w,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __a,
+                __p_w,
+                __len_w,
+                __fault,
+                __tag,
+                3u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__a)
+            } else {
+              <u16 as ::core::default::Default>::default()
+            }
+          };
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_o16,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_o16,
+              __len_o16,
+              __fault,
+              __tag,
+              4u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i16 as ::kernel_std::__private::device::Num>::add(
+                  ::kernel_std::__private::device::cast::<u8, i16>(a_1[__j]),
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_q,
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if true
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_q,
+                        __len_q,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <i16 as ::core::default::Default>::default()
+                    }
+                  },
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_o32,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_o32,
+              __len_o32,
+              __fault,
+              __tag,
+              5u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::cast::<i8, i32>(c_3[__j]),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_ou32,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_ou32,
+              __len_ou32,
+              __fault,
+              __tag,
+              6u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <u32 as ::kernel_std::__private::device::Num>::add(
+                  ::kernel_std::__private::device::cast::<u16, u32>(d_4[__j]),
+                  ::kernel_std::__private::device::cast::<
+                    i32,
+                    u32,
+                  >((0i32).wrapping_add((__f) as i32)),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          {
+            let __a = ::kernel_std::__private::device::ptr_add(
+              __p_o8,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            if ::kernel_std::__private::device::in_bounds(
+              __a,
+              __p_o8,
+              __len_o8,
+              __fault,
+              __tag,
+              7u32,
+              ::core::line!(),
+            ) {
+              ::kernel_std::__private::device::store(
+                __a,
+                <u8 as ::kernel_std::__private::device::Num>::add(
+                  a_1[__j],
+                  <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
+                  ),
+                ),
+              );
+            }
+          }
+        }
+      },
+    );
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "mixed_widths"))]

@@ -42,390 +42,380 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut __faults: ::kernel_std::__private::device::FaultNote = ::kernel_std::__private::device::FaultNote::new();
-    let __fnote: *mut ::kernel_std::__private::device::FaultNote = &mut __faults;
-    ::kernel_std::__private::device::inline_call(
-      #[inline(always)]
-      || {
-        let mut x_2: [i8; 2usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
+    let mut x_2: [i8; 2usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add((0usize) as i32),
               );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 1usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_a,
+                  __len_a,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_a,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 2usize == 0)
+      {
+        let mut __ld1_all: [[i8; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld1: [i8; 2usize] = {
+              let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
                     __p_a,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 1usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_a,
-                      __len_a,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld0_all: [[i8; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld0: [i8; 2usize] = {
-                let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
-                  __p_a,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
-                  __p_a,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    __p_n,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
                   )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      0i64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      0i64,
-                    )
-                  },
-                ]
-              };
-              __ld0_all[__jc] = __ld0;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld0: [i8; 2usize] = __ld0_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_2[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  ) {
-                    __ld0[__v]
-                  } else {
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      0i64,
-                    )
-                  };
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          x_2 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut x_2 = x_2;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  x_2[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fnote,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  };
-                }
-                __jc += 1;
-              }
-              x_2
-            },
-          );
-        }
-        let mut y_3: [i8; 2usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
                 {
-                  256usize
+                  ::kernel_std::__private::device::load(__q0)
                 } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_b,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 1usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_b,
-                      __len_b,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld1_all: [[i8; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld1: [i8; 2usize] = {
-                let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
-                  __p_b,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
-                  __p_b,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    __p_n,
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
                   )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <i8 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_b,
-                      __len_b,
-                      __fnote,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <i8 as ::core::default::Default>::default()
-                  },
-                ]
-              };
-              __ld1_all[__jc] = __ld1;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld1: [i8; 2usize] = __ld1_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  y_3[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  ) {
-                    __ld1[__v]
-                  } else {
-                    <i8 as ::core::default::Default>::default()
-                  };
                 },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  )
+                },
+              ]
+            };
+            __ld1_all[__jc] = __ld1;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld1: [i8; 2usize] = __ld1_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                x_2[__j] = __ld1[__v];
+              },
+            );
+          },
+        );
+      } else {
+        let mut __ld0_all: [[i8; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld0: [i8; 2usize] = {
+              let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
               );
-            },
+              let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  )
+                },
+              ]
+            };
+            __ld0_all[__jc] = __ld0;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld0: [i8; 2usize] = __ld0_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                x_2[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                ) {
+                  __ld0[__v]
+                } else {
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  )
+                };
+              },
+            );
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      x_2 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut x_2 = x_2;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
           );
-        } else {
-          ::core::hint::cold_path();
-          y_3 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut y_3 = y_3;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
                 1usize,
               );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  y_3[__j] = {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fnote,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::core::default::Default>::default()
-                    }
-                  };
+              let __f: usize = __f0 + __v;
+              x_2[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_a,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_a,
+                    __len_a,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  )
                 }
-                __jc += 1;
-              }
-              y_3
-            },
+              };
+            }
+            __jc += 1;
+          }
+          x_2
+        },
+      );
+    }
+    let mut y_3: [i8; 2usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
           );
-        }
-        ::kernel_std::__private::device::bar_sync();
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_b,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 1usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_b,
+                  __len_b,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_b,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 2usize == 0)
+      {
+        let mut __ld3_all: [[i8; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -433,137 +423,57 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  __p_out,
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::add(
-                  x_2[__j],
-                  y_3[__j],
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
+            let __ld3: [i8; 2usize] = {
+              let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_b,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
+                __p_b,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      256i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::sub(
-                  <i8 as ::kernel_std::__private::device::Num>::mul(
-                    x_2[__j],
-                    y_3[__j],
-                  ),
-                  __p_s,
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <i8 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <i8 as ::core::default::Default>::default()
+                },
+              ]
+            };
+            __ld3_all[__jc] = __ld3;
           },
         );
-        ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -571,9 +481,7 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
+            let __ld3: [i8; 2usize] = __ld3_all[__jc];
             ::kernel_std::__private::device::unroll::<
               2usize,
               _,
@@ -582,646 +490,12 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (2i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::div(
-                  x_2[__j],
-                  {
-                    let __wa = <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1i64,
-                    );
-                    let __wb = y_3[__j];
-                    if <i8 as ::kernel_std::__private::device::Num>::eq(
-                      y_3[__j],
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      ),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  },
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (3i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::rem(
-                  x_2[__j],
-                  {
-                    let __wa = <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1i64,
-                    );
-                    let __wb = y_3[__j];
-                    if <i8 as ::kernel_std::__private::device::Num>::eq(
-                      y_3[__j],
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      ),
-                    ) {
-                      __wa
-                    } else {
-                      __wb
-                    }
-                  },
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (4i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::or(
-                  <i8 as ::kernel_std::__private::device::Int>::and(
-                    x_2[__j],
-                    y_3[__j],
-                  ),
-                  <i8 as ::kernel_std::__private::device::Int>::xor(
-                    x_2[__j],
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      3i64,
-                    ),
-                  ),
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (5i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::shl(
-                  x_2[__j],
-                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1i64,
-                  ),
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (6i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::shr(
-                  x_2[__j],
-                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                    2i64,
-                  ),
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (7i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::max(
-                  x_2[__j],
-                  y_3[__j],
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (8i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = {
-                  let __wa = x_2[__j];
-                  let __wb = __p_s;
-                  if <i8 as ::kernel_std::__private::device::Num>::lt(
-                    x_2[__j],
-                    y_3[__j],
-                  ) {
-                    __wa
-                  } else {
-                    __wb
-                  }
-                };
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (9i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::neg(
-                  x_2[__j],
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_n,
-                );
-              },
-            );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i8).add(__f),
-                  x_2[__j],
-                );
+                y_3[__j] = __ld3[__v];
               },
             );
           },
         );
-        ::kernel_std::__private::device::bar_sync();
+      } else {
         let mut __ld2_all: [[i8; 2usize]; 1usize] = unsafe {
           ::core::mem::zeroed()
         };
@@ -1235,33 +509,23 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
             let __ld2: [i8; 2usize] = {
               let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
                 __p_b,
-                <i8 as ::kernel_std::__private::device::Int>::and(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut i8).add((__f0 + 0usize)),
-                  ),
-                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                    7i64,
-                  ),
-                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
               );
               let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
                 __p_b,
-                <i8 as ::kernel_std::__private::device::Int>::and(
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(0usize) as *mut i8).add((__f0 + 1usize)),
-                  ),
-                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                    7i64,
-                  ),
-                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
               );
               [
-                if true
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n,
+                )
                   && ::kernel_std::__private::device::in_bounds(
                     __q0,
                     __p_b,
                     __len_b,
-                    __fnote,
+                    __fault,
+                    __tag,
                     1u32,
                     ::core::line!(),
                   )
@@ -1270,12 +534,16 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
                 } else {
                   <i8 as ::core::default::Default>::default()
                 },
-                if true
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_n,
+                )
                   && ::kernel_std::__private::device::in_bounds(
                     __q1,
                     __p_b,
                     __len_b,
-                    __fnote,
+                    __fault,
+                    __tag,
                     1u32,
                     ::core::line!(),
                   )
@@ -1296,9 +564,6 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
             let __ld2: [i8; 2usize] = __ld2_all[__jc];
             ::kernel_std::__private::device::unroll::<
               2usize,
@@ -1308,59 +573,1095 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
               |__v: usize| {
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (10i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                );
-                __sv[__v] = __ld2[__v];
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                y_3[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
                   (0i32).wrapping_add((__f) as i32),
                   __p_n,
-                );
+                ) {
+                  __ld2[__v]
+                } else {
+                  <i8 as ::core::default::Default>::default()
+                };
               },
             );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
+      }
+    } else {
+      ::core::hint::cold_path();
+      y_3 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut y_3 = y_3;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              y_3[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  __p_b,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_b,
+                    __len_b,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <i8 as ::core::default::Default>::default()
+                }
+              };
+            }
+            __jc += 1;
+          }
+          y_3
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              __p_out,
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::add(
+              x_2[__j],
+              y_3[__j],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::sub(
+              <i8 as ::kernel_std::__private::device::Num>::mul(
+                x_2[__j],
+                y_3[__j],
+              ),
+              __p_s,
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (2i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::div(
+              x_2[__j],
+              {
+                let __wa = <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                );
+                let __wb = y_3[__j];
+                if <i8 as ::kernel_std::__private::device::Num>::eq(
+                  y_3[__j],
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  ),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              },
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (3i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::rem(
+              x_2[__j],
+              {
+                let __wa = <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                );
+                let __wb = y_3[__j];
+                if <i8 as ::kernel_std::__private::device::Num>::eq(
+                  y_3[__j],
+                  <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                    0i64,
+                  ),
+                ) {
+                  __wa
+                } else {
+                  __wb
+                }
+              },
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (4i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::or(
+              <i8 as ::kernel_std::__private::device::Int>::and(
+                x_2[__j],
+                y_3[__j],
+              ),
+              <i8 as ::kernel_std::__private::device::Int>::xor(
+                x_2[__j],
+                <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                  3i64,
+                ),
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (5i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::shl(
+              x_2[__j],
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(1i64),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (6i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Int>::shr(
+              x_2[__j],
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(2i64),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (7i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::max(
+              x_2[__j],
+              y_3[__j],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (8i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = {
+              let __wa = x_2[__j];
+              let __wb = __p_s;
+              if <i8 as ::kernel_std::__private::device::Num>::lt(
+                x_2[__j],
+                y_3[__j],
+              ) {
+                __wa
+              } else {
+                __wb
+              }
+            };
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (9i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = <i8 as ::kernel_std::__private::device::Num>::neg(
+              x_2[__j],
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i8).add(__f),
+              x_2[__j],
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let mut __ld4_all: [[i8; 2usize]; 1usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let __ld4: [i8; 2usize] = {
+          let __q0: *mut i8 = ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i8 as ::kernel_std::__private::device::Int>::and(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut i8).add((__f0 + 0usize)),
+              ),
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(7i64),
+            ),
+          );
+          let __q1: *mut i8 = ::kernel_std::__private::device::ptr_add(
+            __p_b,
+            <i8 as ::kernel_std::__private::device::Int>::and(
+              ::kernel_std::__private::device::load(
+                (__smem.add(0usize) as *mut i8).add((__f0 + 1usize)),
+              ),
+              <i8 as ::kernel_std::__private::device::Elem>::from_i64(7i64),
+            ),
+          );
+          [
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __q0,
+                __p_b,
+                __len_b,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__q0)
+            } else {
+              <i8 as ::core::default::Default>::default()
+            },
+            if true
+              && ::kernel_std::__private::device::in_bounds(
+                __q1,
+                __p_b,
+                __len_b,
+                __fault,
+                __tag,
+                1u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::load(__q1)
+            } else {
+              <i8 as ::core::default::Default>::default()
+            },
+          ]
+        };
+        __ld4_all[__jc] = __ld4;
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        let __ld4: [i8; 2usize] = __ld4_all[__jc];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (10i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = __ld4[__v];
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (11i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              bool,
+              i8,
+            >(
+              <i8 as ::kernel_std::__private::device::Num>::ge(
+                x_2[__j],
+                y_3[__j],
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_out,
+            __len_out,
+            __fault,
+            __tag,
+            5u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
+        }
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_wide,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_wide,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_wide,
+                  __len_wide,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_wide,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1368,8 +1669,8 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
             let mut __sm: [bool; 2usize] = [false; 2usize];
             ::kernel_std::__private::device::unroll::<
               2usize,
@@ -1380,988 +1681,26 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
                 let __j: usize = __jc * 2usize + __v;
                 let __f: usize = __f0 + __v;
                 __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                  ::kernel_std::__private::device::ptr_add(
-                    __p_out,
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (11i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                  ),
+                  __p_wide,
                   (0i32).wrapping_add((__f) as i32),
                 );
                 __sv[__v] = ::kernel_std::__private::device::cast::<
-                  bool,
                   i8,
-                >(
-                  <i8 as ::kernel_std::__private::device::Num>::ge(
-                    x_2[__j],
-                    y_3[__j],
-                  ),
-                );
+                  i32,
+                >(x_2[__j]);
                 __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                   (0i32).wrapping_add((__f) as i32),
                   __p_n,
                 );
               },
             );
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_out,
-                __len_out,
-                __fnote,
-                5u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
+            ::kernel_std::__private::device::store_vec_any::<
+              i32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_wide,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_wide,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_wide,
-                      __len_wide,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_wide,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    i8,
-                    i32,
-                  >(x_2[__j]);
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    i32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_wide,
-                    __len_wide,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    i32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_wide,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_wide,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_wide,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          256i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_wide,
-                      __len_wide,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_wide,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = <i32 as ::kernel_std::__private::device::Num>::add(
-                    ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    i32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_wide,
-                    __len_wide,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    i32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_wide,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        256i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_wide,
-                      __len_wide,
-                      __fnote,
-                      6u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_fl,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_fl,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_fl,
-                      __len_fl,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_fl,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    i8,
-                    f32,
-                  >(x_2[__j]);
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  );
-                },
-              );
-              if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    f32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_fl,
-                    __len_fl,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    f32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_fl,
-                      __len_fl,
-                      __fnote,
-                      7u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
-                    && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_fl,
-                      __len_fl,
-                      __fnote,
-                      7u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_fl,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_fl,
-                      __len_fl,
-                      __fnote,
-                      7u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<i8, f32>(x_2[__j]),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = {
-                let (__a0, __b0): (i64, i64) = (
-                  ((0i32).wrapping_add((0usize) as i32)) as i64,
-                  (__p_n) as i64,
-                );
-                if __a0
-                  .checked_add(255i64)
-                  .is_none_or(|__z| __z > i32::MAX as i64)
-                {
-                  256usize
-                } else {
-                  __b0
-                    .saturating_sub(__a0)
-                    .saturating_add(0i64)
-                    .clamp(0, 256usize as i64) as usize
-                }
-              };
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_f,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_f,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_f,
-                      __len_f,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          let mut __ld3_all: [[f32; 2usize]; 1usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let __ld3: [f32; 2usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_f,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_f,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    2usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-                      let __x8 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
-                      let __c9 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __c9,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x5 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
-                  let __c6 = __p_n;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
-                    )
-                } && (__q0 as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__q1 as usize) == (__q0 as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_f,
-                    __len_f,
-                    2usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    2usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_f,
-                        __len_f,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      __p_n,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_f,
-                        __len_f,
-                        __fnote,
-                        4u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              __ld3_all[__jc] = __ld3;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              let __ld3: [f32; 2usize] = __ld3_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_back,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    f32,
-                    i8,
-                  >(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_n,
-                    ) {
-                      __ld3[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  );
-                },
-              );
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_back,
-                  __len_back,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_back,
-                  __len_back,
-                  __fnote,
-                  8u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                1usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_back,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_back,
-                      __len_back,
-                      __fnote,
-                      8u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::store(
-                      __a,
-                      ::kernel_std::__private::device::cast::<
-                        f32,
-                        i8,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_f,
-                          (0i32).wrapping_add((__f) as i32),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32).wrapping_add((__f) as i32),
-                          __p_n,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_f,
-                            __len_f,
-                            __fnote,
-                            4u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      }),
-                    );
-                  }
-                }
-                __jc += 1;
-              }
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
+      } else {
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -2369,8 +1708,245 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_wide,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  i8,
+                  i32,
+                >(x_2[__j]);
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  i32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_wide,
+                  __len_wide,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  i32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_wide,
+                    __len_wide,
+                    __fault,
+                    __tag,
+                    6u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_wide,
+                    __len_wide,
+                    __fault,
+                    __tag,
+                    6u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_wide,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_wide,
+                  __len_wide,
+                  __fault,
+                  __tag,
+                  6u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_wide,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_wide,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_wide,
+                  __len_wide,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              __p_wide,
+              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                256i64,
+              ),
+            ),
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
             let mut __sm: [bool; 2usize] = [false; 2usize];
             ::kernel_std::__private::device::unroll::<
               2usize,
@@ -2382,22 +1958,597 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
                 let __f: usize = __f0 + __v;
                 __sp[__v] = ::kernel_std::__private::device::ptr_add(
                   ::kernel_std::__private::device::ptr_add(
-                    __p_back,
+                    __p_wide,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                       256i64,
                     ),
                   ),
                   (0i32).wrapping_add((__f) as i32),
                 );
-                __sv[__v] = ::kernel_std::__private::device::cast::<
+                __sv[__v] = <i32 as ::kernel_std::__private::device::Num>::add(
+                  ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              i32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_wide,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      256i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = <i32 as ::kernel_std::__private::device::Num>::add(
+                  ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
                   i32,
-                  i8,
-                >(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_wide,
+                  __len_wide,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  i32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_wide,
+                    __len_wide,
+                    __fault,
+                    __tag,
+                    6u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_wide,
+                    __len_wide,
+                    __fault,
+                    __tag,
+                    6u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_wide,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_wide,
+                  __len_wide,
+                  __fault,
+                  __tag,
+                  6u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
                     ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
-                    (3i32),
+                    (0i32).wrapping_add((__f) as i32),
                   ),
                 );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_fl,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_fl,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_fl,
+                  __len_fl,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_fl,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_fl,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  i8,
+                  f32,
+                >(x_2[__j]);
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              f32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_fl,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  i8,
+                  f32,
+                >(x_2[__j]);
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_fl,
+                  __len_fl,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_fl,
+                    __len_fl,
+                    __fault,
+                    __tag,
+                    7u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_fl,
+                    __len_fl,
+                    __fault,
+                    __tag,
+                    7u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_fl,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_fl,
+                  __len_fl,
+                  __fault,
+                  __tag,
+                  7u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<i8, f32>(x_2[__j]),
+                );
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n) as i64,
+            );
+            if __a0
+              .checked_add(255i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              256usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 256usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_f,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_f,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_f,
+                  __len_f,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && (({
+          let (__a0, __b0): (i64, i64) = (
+            ((0i32).wrapping_add((0usize) as i32)) as i64,
+            (__p_n) as i64,
+          );
+          if __a0.checked_add(255i64).is_none_or(|__z| __z > i32::MAX as i64) {
+            256usize
+          } else {
+            __b0
+              .saturating_sub(__a0)
+              .saturating_add(0i64)
+              .clamp(0, 256usize as i64) as usize
+          }
+        }) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_f,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        let mut __ld12_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let __ld12: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_f,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              ::kernel_std::__private::device::load_vec_any::<
+                f32,
+                2usize,
+              >(
+                __q0,
+                !{
+                  let __x16 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x17 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+                  let __c18 = __p_n;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x17,
+                    __x16,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x16,
+                      __c18,
+                    )
+                },
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+                true,
+              )
+            };
+            __ld12_all[__jc] = __ld12;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            let __ld12: [f32; 2usize] = __ld12_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_back,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  i8,
+                >(__ld12[__v]);
                 __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                   (0i32).wrapping_add((__f) as i32),
                   __p_n,
@@ -2409,7 +2560,8 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
                 __sp[0usize],
                 __p_back,
                 __len_back,
-                __fnote,
+                __fault,
+                __tag,
                 8u32,
                 ::core::line!(),
               )
@@ -2424,7 +2576,8 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
                 __sp[1usize],
                 __p_back,
                 __len_back,
-                __fnote,
+                __fault,
+                __tag,
                 8u32,
                 ::core::line!(),
               )
@@ -2436,137 +2589,10 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
             }
           },
         );
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = ::kernel_std::__private::device::cast::<
-                  i8,
-                  i32,
-                >(x_2[__j]);
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
-              __p[__i],
-              <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red10: i32 = {
-          let __po = __smem.add(0usize) as *mut i32;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: i32 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <i32 as ::kernel_std::__private::device::Num>::add(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          (__a)
+      } else {
+        let mut __ld5_all: [[f32; 2usize]; 1usize] = unsafe {
+          ::core::mem::zeroed()
         };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = __p_red;
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              9u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(__a, __red10);
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -2574,728 +2600,1219 @@ pub unsafe extern "ptx-kernel" fn ops_i8__N_256(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_a,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      -128i64,
-                    )
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red11: i8 = {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: i8 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::max(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          (__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (1i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              9u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<i8, i32>(__red11),
+            let __ld5: [f32; 2usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_f,
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
               );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_a,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_n,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_a,
-                      __len_a,
-                      __fnote,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                      127i64,
-                    )
-                  }
-                };
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red12: i8 = {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: i8 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Num>::min(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          (__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (2i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              9u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<i8, i32>(__red12),
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Elem>::from_i64(
-          0,
-        ); 1usize];
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                let __x = x_2[__j];
-                let __i: usize = {
-                  const __L: [usize; 2usize] = [0usize, 0usize];
-                  __L[__j]
-                };
-                __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-                  __p[__i],
-                  (__x),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__i: usize| {
-            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                1u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                2u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                4u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                8u32,
-              ),
-            );
-            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
-              __p[__i],
-              <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
-                __p[__i],
-                16u32,
-              ),
-            );
-          },
-        );
-        if ((__lane as u32) & 31u32) == 0 {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
-            | ((__warp >> 1u32) & 1) << 1usize;
-          let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
-          if __f < 256usize {
-            let __o: usize = ((__f >> 8u32) << 0u32)
-              | (__f & ((1usize << 0u32) - 1));
-            ::kernel_std::__private::device::store(
-              __po.add(__o * 4usize + __w),
-              __p[0usize],
-            );
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __red13: i8 = {
-          let __po = __smem.add(0usize) as *mut i8;
-          let __o: usize = (0usize) * 4usize;
-          let mut __a: i8 = ::kernel_std::__private::device::load(
-            __po.add(__o),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Int>::xor(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Int>::xor(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
-          );
-          __a = <i8 as ::kernel_std::__private::device::Int>::xor(
-            __a,
-            ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
-          );
-          (__a)
-        };
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          {
-            let __a = ::kernel_std::__private::device::ptr_add(
-              __p_red,
-              (3i32),
-            );
-            if ::kernel_std::__private::device::in_bounds(
-              __a,
-              __p_red,
-              __len_red,
-              __fnote,
-              9u32,
-              ::core::line!(),
-            ) {
-              ::kernel_std::__private::device::store(
-                __a,
-                ::kernel_std::__private::device::cast::<i8, i32>(__red13),
-              );
-            }
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let mut __scan14: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                ::kernel_std::__private::device::store(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                  (::kernel_std::__private::device::cast::<i8, i32>(x_2[__j])),
-                );
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        {
-          let __px = __smem.add(0usize) as *mut i32;
-          let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
-          let mut __o: usize = __warp;
-          while __o < 1usize {
-            let __base = (__o / 1usize) * (256usize * 1usize)
-              + (__o % 1usize);
-            let __lo = __lane * 8usize;
-            let __hi = if __lo + 8usize < 256usize {
-              __lo + 8usize
-            } else {
-              256usize
-            };
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __a: i32 = ::kernel_std::__private::device::load(
-                __px.add(__base + __p * 1usize),
-              );
-              __p += 1;
-              while __p < __hi {
-                __a = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __a,
-                  ::kernel_std::__private::device::load(
-                    __px.add(__base + __p * 1usize),
-                  ),
-                );
-                __p += 1;
-              }
-              ::kernel_std::__private::device::store(
-                __pt.add(__lane),
-                __a,
-              );
-            }
-            ::kernel_std::__private::device::warp_sync();
-            if __lo < __hi {
-              let mut __p: usize = __lo;
-              let mut __pre: i32 = if __lane == 0 {
-                let __first = ::kernel_std::__private::device::load(
-                  __px.add(__base + __p * 1usize),
-                );
-                __p += 1;
-                __first
-              } else {
-                ::kernel_std::__private::device::load(__pt)
-              };
-              let mut __l: usize = 1;
-              while __l < __lane {
-                __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__pt.add(__l)),
-                );
-                __l += 1;
-              }
-              while __p < __hi {
-                let __e = __px.add(__base + __p * 1usize);
-                __pre = <i32 as ::kernel_std::__private::device::Num>::add(
-                  __pre,
-                  ::kernel_std::__private::device::load(__e),
-                );
-                ::kernel_std::__private::device::store(__e, __pre);
-                __p += 1;
-              }
-            }
-            ::kernel_std::__private::device::warp_sync();
-            __o += 4usize;
-          }
-        }
-        ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          1usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 2usize + __v;
-                let __f: usize = __f0 + __v;
-                __scan14[__j] = (::kernel_std::__private::device::load(
-                  (__smem.add(0usize) as *mut i32).add(__f),
-                ));
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true
-            && {
-              let __e: usize = 256usize;
-              let __eu: usize = ::core::cmp::min(
-                (__e + (2usize - 1)) / 2usize * 2usize,
-                256usize,
-              );
-              __eu == 0
-                || {
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    __p_cs,
-                    (0i32).wrapping_add((0usize) as i32),
-                  );
-                  (1i64) == 1i64 && (__p0 as usize) % 4 == 0
-                    && (::kernel_std::__private::device::ptr_add(
-                      __p_cs,
-                      (0i32).wrapping_add(((__eu - 1)) as i32),
-                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_cs,
-                      __len_cs,
-                      __eu,
-                    )
-                }
-            };
-          __ok
-        };
-        if __vfast {
-          ::kernel_std::__private::device::unroll::<
-            1usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-              let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-              let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-              let mut __sm: [bool; 2usize] = [false; 2usize];
-              ::kernel_std::__private::device::unroll::<
-                2usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 2usize + __v;
-                  let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                    __p_cs,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  __sv[__v] = __scan14[__j];
-                  __sm[__v] = true;
-                },
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                __p_f,
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
               );
               if __vfast {
-                if true && __sm[0usize] && __sm[1usize] {
-                  ::kernel_std::__private::device::store_vec_any::<
-                    i32,
-                    2usize,
-                  >(__sp[0], true, __sv);
-                } else {
-                  if __sm[0usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(0usize),
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize] {
-                    ::kernel_std::__private::device::store(
-                      __sp[0].add(1usize),
-                      __sv[1usize],
-                    );
-                  }
-                }
-              } else {
-                if true && __sm[0usize] && __sm[1usize]
-                  && (__sp[0] as usize) % 8usize == 0
-                  && ((1i64) == 1i64
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
-                  && ::kernel_std::__private::device::fits(
-                    __sp[0],
-                    __p_cs,
-                    __len_cs,
-                    2usize,
+                ::kernel_std::__private::device::load_vec_any::<
+                  f32,
+                  2usize,
+                >(
+                  __q0,
+                  !{
+                    let __x9 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x10 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+                    let __c11 = __p_n;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x10,
+                      __x9,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x9,
+                        __c11,
+                      )
+                  },
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                  false,
+                )
+              } else if {
+                let __x6 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x7 = (0i32).wrapping_add(((__f0 + 1usize)) as i32);
+                let __c8 = __p_n;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x7,
+                  __x6,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x7,
+                    __c8,
                   )
-                {
-                  ::kernel_std::__private::device::store_vec::<
-                    i32,
-                    2usize,
-                  >(__sp[0], __sv);
-                } else {
-                  if __sm[0usize]
+              } && (__q0 as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__q1 as usize) == (__q0 as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_f,
+                  __len_f,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  2usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_n,
+                  )
                     && ::kernel_std::__private::device::in_bounds(
-                      __sp[0usize],
-                      __p_cs,
-                      __len_cs,
-                      __fnote,
-                      10u32,
+                      __q0,
+                      __p_f,
+                      __len_f,
+                      __fault,
+                      __tag,
+                      4u32,
                       ::core::line!(),
                     )
                   {
-                    ::kernel_std::__private::device::store(
-                      __sp[0usize],
-                      __sv[0usize],
-                    );
-                  }
-                  if __sm[1usize]
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_n,
+                  )
                     && ::kernel_std::__private::device::in_bounds(
-                      __sp[1usize],
-                      __p_cs,
-                      __len_cs,
-                      __fnote,
-                      10u32,
+                      __q1,
+                      __p_f,
+                      __len_f,
+                      __fault,
+                      __tag,
+                      4u32,
                       ::core::line!(),
                     )
                   {
-                    ::kernel_std::__private::device::store(
-                      __sp[1usize],
-                      __sv[1usize],
-                    );
-                  }
-                }
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
               }
-            },
+            };
+            __ld5_all[__jc] = __ld5;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            let __ld5: [f32; 2usize] = __ld5_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_back,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = ::kernel_std::__private::device::cast::<
+                  f32,
+                  i8,
+                >(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_n,
+                  ) {
+                    __ld5[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                );
+                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n,
+                );
+              },
+            );
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_back,
+                __len_back,
+                __fault,
+                __tag,
+                8u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_back,
+                __len_back,
+                __fault,
+                __tag,
+                8u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
           );
-        } else {
-          ::core::hint::cold_path();
-          ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
                 1usize,
               );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 128usize + __tid) * 2usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  2usize,
-                ) {
-                  let __j: usize = ::core::cmp::min(
-                    __jc * 2usize + __v,
-                    1usize,
-                  );
-                  let __f: usize = __f0 + __v;
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_cs,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if true
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_cs,
-                      __len_cs,
-                      __fnote,
-                      10u32,
-                      ::core::line!(),
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_back,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_back,
+                  __len_back,
+                  __fault,
+                  __tag,
+                  8u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    i8,
+                  >({
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_f,
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_n,
                     )
-                  {
-                    ::kernel_std::__private::device::store(__a, __scan14[__j]);
-                  }
-                }
-                __jc += 1;
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_f,
+                        __len_f,
+                        __fault,
+                        __tag,
+                        4u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  }),
+                );
               }
-            },
-          );
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        let mut __sp: [*mut i8; 2usize] = [::core::ptr::null_mut(); 2usize];
+        let mut __sv: [i8; 2usize] = [<i8 as ::core::default::Default>::default(); 2usize];
+        let mut __sm: [bool; 2usize] = [false; 2usize];
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_back,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  256i64,
+                ),
+              ),
+              (0i32).wrapping_add((__f) as i32),
+            );
+            __sv[__v] = ::kernel_std::__private::device::cast::<
+              i32,
+              i8,
+            >(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                ::kernel_std::__private::device::cast::<i8, i32>(x_2[__j]),
+                (3i32),
+              ),
+            );
+            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              (0i32).wrapping_add((__f) as i32),
+              __p_n,
+            );
+          },
+        );
+        if __sm[0usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[0usize],
+            __p_back,
+            __len_back,
+            __fault,
+            __tag,
+            8u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[0usize], __sv[0usize]);
+        }
+        if __sm[1usize]
+          && ::kernel_std::__private::device::in_bounds(
+            __sp[1usize],
+            __p_back,
+            __len_back,
+            __fault,
+            __tag,
+            8u32,
+            ::core::line!(),
+          )
+        {
+          ::kernel_std::__private::device::store(__sp[1usize], __sv[1usize]);
         }
       },
     );
-    ::kernel_std::__private::device::flush_faults(__fnote, __fault, __tag);
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i32; 1usize] = [<i32 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = ::kernel_std::__private::device::cast::<
+              i8,
+              i32,
+            >(x_2[__j]);
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i32 as ::kernel_std::__private::device::Num>::add(
+          __p[__i],
+          <i32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red19: i32 = {
+      let __po = __smem.add(0usize) as *mut i32;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i32 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i32 as ::kernel_std::__private::device::Num>::add(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = __p_red;
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          9u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(__a, __red19);
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                  -128i64,
+                )
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::max(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red20: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::max(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (1i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          9u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<i8, i32>(__red20),
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Bounds>::highest(); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = {
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_a,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n,
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_a,
+                  __len_a,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::load(__a)
+              } else {
+                <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                  127i64,
+                )
+              }
+            };
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Num>::min(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red21: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Num>::min(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (2i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          9u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<i8, i32>(__red21),
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __p: [i8; 1usize] = [<i8 as ::kernel_std::__private::device::Elem>::from_i64(
+      0,
+    ); 1usize];
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            let __x = x_2[__j];
+            let __i: usize = {
+              const __L: [usize; 2usize] = [0usize, 0usize];
+              __L[__j]
+            };
+            __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+              __p[__i],
+              (__x),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__i: usize| {
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            1u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            2u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            4u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            8u32,
+          ),
+        );
+        __p[__i] = <i8 as ::kernel_std::__private::device::Int>::xor(
+          __p[__i],
+          <i8 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+            __p[__i],
+            16u32,
+          ),
+        );
+      },
+    );
+    if ((__lane as u32) & 31u32) == 0 {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __w: usize = 0 | ((__warp >> 0u32) & 1) << 0usize
+        | ((__warp >> 1u32) & 1) << 1usize;
+      let __f: usize = ((0usize * 128usize + __tid) * 2usize + 0usize);
+      if __f < 256usize {
+        let __o: usize = ((__f >> 8u32) << 0u32)
+          | (__f & ((1usize << 0u32) - 1));
+        ::kernel_std::__private::device::store(
+          __po.add(__o * 4usize + __w),
+          __p[0usize],
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __red22: i8 = {
+      let __po = __smem.add(0usize) as *mut i8;
+      let __o: usize = (0usize) * 4usize;
+      let mut __a: i8 = ::kernel_std::__private::device::load(__po.add(__o));
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+      );
+      __a = <i8 as ::kernel_std::__private::device::Int>::xor(
+        __a,
+        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+      );
+      (__a)
+    };
+    ::kernel_std::__private::device::bar_sync();
+    if __tid == 0 {
+      {
+        let __a = ::kernel_std::__private::device::ptr_add(__p_red, (3i32));
+        if ::kernel_std::__private::device::in_bounds(
+          __a,
+          __p_red,
+          __len_red,
+          __fault,
+          __tag,
+          9u32,
+          ::core::line!(),
+        ) {
+          ::kernel_std::__private::device::store(
+            __a,
+            ::kernel_std::__private::device::cast::<i8, i32>(__red22),
+          );
+        }
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let mut __scan23: [i32; 2usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize) as *mut i32).add(__f),
+              (::kernel_std::__private::device::cast::<i8, i32>(x_2[__j])),
+            );
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    {
+      let __px = __smem.add(0usize) as *mut i32;
+      let __pt = (__smem.add(1024usize) as *mut i32).add(__warp * 32);
+      let mut __o: usize = __warp;
+      while __o < 1usize {
+        let __base = (__o / 1usize) * (256usize * 1usize) + (__o % 1usize);
+        let __lo = __lane * 8usize;
+        let __hi = if __lo + 8usize < 256usize {
+          __lo + 8usize
+        } else {
+          256usize
+        };
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __a: i32 = ::kernel_std::__private::device::load(
+            __px.add(__base + __p * 1usize),
+          );
+          __p += 1;
+          while __p < __hi {
+            __a = <i32 as ::kernel_std::__private::device::Num>::add(
+              __a,
+              ::kernel_std::__private::device::load(
+                __px.add(__base + __p * 1usize),
+              ),
+            );
+            __p += 1;
+          }
+          ::kernel_std::__private::device::store(__pt.add(__lane), __a);
+        }
+        ::kernel_std::__private::device::warp_sync();
+        if __lo < __hi {
+          let mut __p: usize = __lo;
+          let mut __pre: i32 = if __lane == 0 {
+            let __first = ::kernel_std::__private::device::load(
+              __px.add(__base + __p * 1usize),
+            );
+            __p += 1;
+            __first
+          } else {
+            ::kernel_std::__private::device::load(__pt)
+          };
+          let mut __l: usize = 1;
+          while __l < __lane {
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__pt.add(__l)),
+            );
+            __l += 1;
+          }
+          while __p < __hi {
+            let __e = __px.add(__base + __p * 1usize);
+            __pre = <i32 as ::kernel_std::__private::device::Num>::add(
+              __pre,
+              ::kernel_std::__private::device::load(__e),
+            );
+            ::kernel_std::__private::device::store(__e, __pre);
+            __p += 1;
+          }
+        }
+        ::kernel_std::__private::device::warp_sync();
+        __o += 4usize;
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__jc: usize| {
+        let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__v: usize| {
+            let __j: usize = __jc * 2usize + __v;
+            let __f: usize = __f0 + __v;
+            __scan23[__j] = (::kernel_std::__private::device::load(
+              (__smem.add(0usize) as *mut i32).add(__f),
+            ));
+          },
+        );
+      },
+    );
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (2usize - 1)) / 2usize * 2usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_cs,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_cs,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_cs,
+                  __len_cs,
+                  __eu,
+                )
+            }
+        };
+      __ok
+    };
+    if __vfast {
+      if true
+        && ((256usize) % 2usize == 0
+          && ((::kernel_std::__private::device::ptr_add(
+            __p_cs,
+            (0i32).wrapping_add((0usize) as i32),
+          )) as usize) % 8usize == 0)
+      {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_cs,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __scan23[__j];
+                __sm[__v] = true;
+              },
+            );
+            ::kernel_std::__private::device::store_vec_any::<
+              i32,
+              2usize,
+            >(__sp[0], __sm[0], __sv, true);
+          },
+        );
+      } else {
+        ::kernel_std::__private::device::unroll::<
+          1usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            ::kernel_std::__private::device::unroll::<
+              2usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 2usize + __v;
+                let __f: usize = __f0 + __v;
+                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  __p_cs,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                __sv[__v] = __scan23[__j];
+                __sm[__v] = true;
+              },
+            );
+            if __vfast {
+              if true && __sm[0usize] && __sm[1usize] {
+                ::kernel_std::__private::device::store_vec_any::<
+                  i32,
+                  2usize,
+                >(__sp[0], true, __sv, false);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+              }
+            } else {
+              if true && __sm[0usize] && __sm[1usize]
+                && (__sp[0] as usize) % 8usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_cs,
+                  __len_cs,
+                  2usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  i32,
+                  2usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_cs,
+                    __len_cs,
+                    __fault,
+                    __tag,
+                    10u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_cs,
+                    __len_cs,
+                    __fault,
+                    __tag,
+                    10u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+              }
+            }
+          },
+        );
+      }
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            1usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 2usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              2usize,
+            ) {
+              let __j: usize = ::core::cmp::min(
+                __jc * 2usize + __v,
+                1usize,
+              );
+              let __f: usize = __f0 + __v;
+              let __a = ::kernel_std::__private::device::ptr_add(
+                __p_cs,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_cs,
+                  __len_cs,
+                  __fault,
+                  __tag,
+                  10u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(__a, __scan23[__j]);
+              }
+            }
+            __jc += 1;
+          }
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "ops_i8"))]
